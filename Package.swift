@@ -1,0 +1,38 @@
+// swift-tools-version: 6.0
+import PackageDescription
+
+let package = Package(
+    name: "suite-defaults",
+    platforms: [.macOS(.v15)],
+    products: [
+        .library(name: "SuiteDefaults", targets: ["SuiteDefaults"]),
+        .executable(name: "suite-defaults", targets: ["suite-defaults"]),
+    ],
+    targets: [
+        // The few things Swift cannot reach directly: atomics on shared memory and
+        // the hardware CRC-32C instruction.
+        .target(name: "CSuiteDefaults"),
+
+        // The store and its observation.
+        .target(name: "SuiteDefaults", dependencies: ["CSuiteDefaults"]),
+
+        // Spawning, reading and reaping child processes with deadlines; used by the
+        // tests and by the tools that drive several processes.
+        .target(name: "ChildProcess"),
+
+        // A `defaults`-style command-line tool over the library.
+        .executableTarget(name: "suite-defaults", dependencies: ["SuiteDefaults"]),
+
+        // The worker that multi-process tests spawn as real child processes.
+        .executableTarget(
+            name: "suite-test-worker",
+            dependencies: ["SuiteDefaults"],
+            path: "Tests/suite-test-worker"
+        ),
+        .testTarget(
+            name: "SuiteDefaultsTests",
+            dependencies: ["SuiteDefaults", "ChildProcess", "suite-test-worker", "suite-defaults"]
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,42 @@
+import Synchronization
+
+/// Points inside a commit where a test can stop a writer, to kill it there.
+///
+/// For tests of crash safety only: a worker process arms a point with a handler
+/// that reports where it is and then waits to be killed with SIGKILL. When nothing
+/// is armed, each point costs one relaxed atomic load.
+@_spi(Testing)
+public enum SuiteFaultInjection {
+    public enum Point: Int, Sendable, CaseIterable {
+        /// Under the exclusive lock, the generation made odd, nothing written yet.
+        case commitStarted
+        /// Half of the record written to the data file.
+        case partialRecordWritten
+        /// The whole record written, not yet published in the shared header.
+        case recordWritten
+        /// Published, the lock still held.
+        case committed
+        /// A compaction's new file renamed into place, the shared header not yet updated.
+        case compactionRenamed
+    }
+
+    private static let armed = Atomic<Int>(0)
+    private static let handlers = Mutex<[Int: @Sendable (Point) -> Void]>([:])
+
+    /// Calls `handler` whenever a commit reaches `point`, on the committing thread.
+    public static func arm(_ point: Point, handler: @escaping @Sendable (Point) -> Void) {
+        handlers.withLock { $0[point.rawValue] = handler }
+        armed.bitwiseOr(1 << point.rawValue, ordering: .sequentiallyConsistent)
+    }
+
+    static func isArmed(_ point: Point) -> Bool {
+        armed.load(ordering: .relaxed) & (1 << point.rawValue) != 0
+    }
+
+    @inline(__always)
+    static func reach(_ point: Point) {
+        guard isArmed(point) else { return }
+        let handler = handlers.withLock { $0[point.rawValue] }
+        handler?(point)
+    }
+}

@@ -1,0 +1,87 @@
+/// Why bytes did not decode. Decoding never traps: every read is bounds-checked.
+struct FormatError: Error, CustomStringConvertible {
+    var reason: String
+    var offset: Int
+    var description: String { "\(reason) at byte \(offset)" }
+}
+
+/// Reads the file format's encodings from a buffer, checking every bound.
+struct ByteReader {
+    let buffer: UnsafeRawBufferPointer
+    private(set) var offset: Int
+    let end: Int
+
+    init(_ buffer: UnsafeRawBufferPointer, from start: Int = 0, to end: Int? = nil) {
+        self.buffer = buffer
+        self.offset = start
+        self.end = min(end ?? buffer.count, buffer.count)
+    }
+
+    var remaining: Int { end - offset }
+    var isAtEnd: Bool { offset >= end }
+
+    private func need(_ count: Int) throws(FormatError) {
+        if count < 0 || count > remaining {
+            throw FormatError(reason: "unexpected end of data (needed \(count) bytes, \(remaining) left)", offset: offset)
+        }
+    }
+
+    mutating func readByte() throws(FormatError) -> UInt8 {
+        try need(1)
+        defer { offset += 1 }
+        return buffer[offset]
+    }
+
+    mutating func read<T: FixedWidthInteger>(_: T.Type) throws(FormatError) -> T {
+        let size = MemoryLayout<T>.size
+        try need(size)
+        defer { offset += size }
+        return T(littleEndian: buffer.loadUnaligned(fromByteOffset: offset, as: T.self))
+    }
+
+    mutating func readVarint() throws(FormatError) -> UInt64 {
+        var result: UInt64 = 0
+        var shift: UInt64 = 0
+        while true {
+            let start = offset
+            let byte = try readByte()
+            if shift == 63 && byte > 1 {
+                throw FormatError(reason: "varint overflows 64 bits", offset: start)
+            }
+            result |= UInt64(byte & 0x7F) << shift
+            if byte & 0x80 == 0 { return result }
+            shift += 7
+            if shift > 63 { throw FormatError(reason: "varint longer than 10 bytes", offset: start) }
+        }
+    }
+
+    /// A varint that counts something occupying at least `minimumSize` bytes each, so
+    /// a damaged count can never ask for more than the buffer holds.
+    mutating func readCount(minimumSize: Int = 1) throws(FormatError) -> Int {
+        let start = offset
+        let value = try readVarint()
+        guard value <= UInt64(remaining / max(minimumSize, 1)) else {
+            throw FormatError(reason: "count \(value) exceeds the remaining data", offset: start)
+        }
+        return Int(value)
+    }
+
+    mutating func readBytes(_ count: Int) throws(FormatError) -> UnsafeRawBufferPointer {
+        try need(count)
+        defer { offset += count }
+        return UnsafeRawBufferPointer(rebasing: buffer[offset..<(offset + count)])
+    }
+
+    mutating func readLengthPrefixed() throws(FormatError) -> UnsafeRawBufferPointer {
+        try readBytes(try readCount())
+    }
+
+    mutating func readString() throws(FormatError) -> String {
+        let start = offset
+        let bytes = try readLengthPrefixed()
+        guard let string = String(validating: bytes, as: UTF8.self) else {
+            throw FormatError(reason: "string is not valid UTF-8", offset: start)
+        }
+        return string
+    }
+}

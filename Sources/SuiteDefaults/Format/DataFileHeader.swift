@@ -1,0 +1,50 @@
+import CSuiteDefaults
+
+/// The 32 bytes at the start of a data file.
+///
+///     8 bytes magic 89 53 44 46 0D 0A 1A 0A ("\x89SDF\r\n\x1a\n") | u16 version |
+///     u16 header size (32) | u32 flags (0) | u64 file ID | u32 reserved (0) |
+///     u32 CRC-32C of bytes 0 ..< 28
+///
+/// The magic, like PNG's, catches both foreign files and text-mode mangling.
+/// The file ID is random and names this particular file: a compaction writes a new
+/// file with a new ID, which is how other processes notice the replacement.
+enum DataFileHeader {
+    static let size = 32
+    static let version: UInt16 = 1
+    static let magic: [UInt8] = [0x89, 0x53, 0x44, 0x46, 0x0D, 0x0A, 0x1A, 0x0A]
+
+    static func encode(fileID: UInt64) -> [UInt8] {
+        var writer = ByteWriter(capacity: size)
+        writer.append(contentsOf: magic)
+        writer.append(littleEndian: version)
+        writer.append(littleEndian: UInt16(size))
+        writer.append(littleEndian: UInt32(0))
+        writer.append(littleEndian: fileID)
+        writer.append(littleEndian: UInt32(0))
+        let checksum = writer.bytes.withUnsafeBytes { sd_crc32c(0, $0.baseAddress!, 28) }
+        writer.append(littleEndian: checksum)
+        return writer.bytes
+    }
+
+    enum Decoded: Equatable {
+        case valid(fileID: UInt64)
+        /// The magic matches but the rest does not verify.
+        case damaged
+        /// A suite file of a newer format.
+        case unsupported(version: UInt16)
+        /// Not a suite file.
+        case foreign
+    }
+
+    static func decode(_ buffer: UnsafeRawBufferPointer) -> Decoded {
+        guard buffer.count >= magic.count, buffer.prefix(magic.count).elementsEqual(magic) else { return .foreign }
+        guard buffer.count >= size else { return .damaged }
+        let checksum = UInt32(littleEndian: buffer.loadUnaligned(fromByteOffset: 28, as: UInt32.self))
+        guard checksum == sd_crc32c(0, buffer.baseAddress!, 28) else { return .damaged }
+        let version = UInt16(littleEndian: buffer.loadUnaligned(fromByteOffset: 8, as: UInt16.self))
+        guard version == Self.version else { return .unsupported(version: version) }
+        let fileID = UInt64(littleEndian: buffer.loadUnaligned(fromByteOffset: 16, as: UInt64.self))
+        return fileID == 0 ? .damaged : .valid(fileID: fileID)
+    }
+}

@@ -1,0 +1,157 @@
+import CSuiteDefaults
+
+/// One change inside a record.
+enum Operation: Equatable, Sendable {
+    /// `size` is the encoded size of `value`, known from measuring or decoding it.
+    case set(key: String, value: SuiteValue, size: Int)
+    case remove(key: String)
+    case removeAll
+
+    var key: String? {
+        switch self {
+        case .set(let key, _, _), .remove(let key): key
+        case .removeAll: nil
+        }
+    }
+}
+
+/// A unit of the journal: one commit (a transaction), or the whole state (a snapshot,
+/// the first record of a compacted file). It is applied entirely or not at all.
+struct Record: Sendable {
+    enum Kind: UInt16, Sendable {
+        case transaction = 1
+        /// Replaces the whole state; holds only `set` operations.
+        case snapshot = 2
+    }
+
+    var kind: Kind
+    /// Commit sequence number: each commit's is one more than the last.
+    var sequence: UInt64
+    /// When the commit was written, in nanoseconds since 1970 UTC.
+    var timestamp: Int64
+    /// The process that wrote it.
+    var pid: Int32
+    var operations: [Operation]
+}
+
+/// The framing of records in the data file; see `Docs/FileFormat.md`.
+///
+///     u32 magic "SDR1" | u32 payload length | u64 sequence | i64 timestamp |
+///     i32 pid | u16 kind | u16 reserved | payload | u32 CRC-32C of everything
+///     from the payload length through the payload
+enum RecordFormat {
+    static let magic: UInt32 = 0x3152_4453  // the bytes "SDR1"
+    static let magicBytes: [UInt8] = [0x53, 0x44, 0x52, 0x31]
+    static let headerSize = 32
+    static let overhead = headerSize + 4
+
+    enum OperationCode: UInt8 {
+        case set = 1, remove = 2, removeAll = 3
+    }
+
+    /// The encoded size of one operation, used for the live-size estimate.
+    static func size(ofSetting key: String, valueSize: Int) -> Int {
+        let keyCount = key.utf8.count
+        return 1 + ByteWriter.varintSize(UInt64(keyCount)) + keyCount + valueSize
+    }
+
+    static func encode(_ record: Record) -> [UInt8] {
+        var payloadSize = 0
+        for operation in record.operations {
+            switch operation {
+            case .set(let key, _, let size): payloadSize += Self.size(ofSetting: key, valueSize: size)
+            case .remove(let key): payloadSize += Self.size(ofSetting: key, valueSize: 0)
+            case .removeAll: payloadSize += 1
+            }
+        }
+        var writer = ByteWriter(capacity: overhead + payloadSize)
+        writer.append(littleEndian: magic)
+        writer.append(littleEndian: UInt32(0))  // payload length, patched below
+        writer.append(littleEndian: record.sequence)
+        writer.append(littleEndian: record.timestamp)
+        writer.append(littleEndian: record.pid)
+        writer.append(littleEndian: record.kind.rawValue)
+        writer.append(littleEndian: UInt16(0))
+        for operation in record.operations {
+            switch operation {
+            case .set(let key, let value, _):
+                writer.append(OperationCode.set.rawValue)
+                writer.appendLengthPrefixed(key.utf8)
+                ValueEncoding.encode(value, into: &writer)
+            case .remove(let key):
+                writer.append(OperationCode.remove.rawValue)
+                writer.appendLengthPrefixed(key.utf8)
+            case .removeAll:
+                writer.append(OperationCode.removeAll.rawValue)
+            }
+        }
+        writer.patch(littleEndian: UInt32(writer.count - headerSize), at: 4)
+        let checksum = writer.bytes.withUnsafeBytes { raw in
+            sd_crc32c(0, raw.baseAddress! + 4, raw.count - 4)
+        }
+        writer.append(littleEndian: checksum)
+        return writer.bytes
+    }
+
+    enum ParseOutcome {
+        case record(Record, end: Int)
+        /// The bytes are the beginning of a record that does not fit in what is left:
+        /// what a write cut short leaves behind.
+        case incomplete
+        /// The bytes are not a record, or the record fails its checksum.
+        case invalid(FormatError)
+    }
+
+    /// Parses the record starting at `offset`; never reads at or past `limit`.
+    static func parse(_ buffer: UnsafeRawBufferPointer, at offset: Int, limit: Int) -> ParseOutcome {
+        let available = limit - offset
+        for index in 0..<min(4, max(available, 0)) where buffer[offset + index] != magicBytes[index] {
+            return .invalid(FormatError(reason: "no record starts here", offset: offset))
+        }
+        if available < overhead { return .incomplete }
+        let payloadLength = Int(buffer.loadUnaligned(fromByteOffset: offset + 4, as: UInt32.self).littleEndian)
+        let end = offset + overhead + payloadLength
+        if end > limit { return .incomplete }
+        let stored = UInt32(littleEndian: buffer.loadUnaligned(fromByteOffset: end - 4, as: UInt32.self))
+        let computed = sd_crc32c(0, buffer.baseAddress! + offset + 4, end - 4 - (offset + 4))
+        guard stored == computed else {
+            return .invalid(FormatError(reason: "record checksum mismatch", offset: offset))
+        }
+        do {
+            return .record(try decode(buffer, at: offset, end: end), end: end)
+        } catch {
+            return .invalid(error)
+        }
+    }
+
+    private static func decode(_ buffer: UnsafeRawBufferPointer, at offset: Int, end: Int) throws(FormatError) -> Record {
+        var reader = ByteReader(buffer, from: offset + 8, to: end - 4)
+        let sequence = try reader.read(UInt64.self)
+        let timestamp = try reader.read(Int64.self)
+        let pid = try reader.read(Int32.self)
+        let rawKind = try reader.read(UInt16.self)
+        _ = try reader.read(UInt16.self)
+        guard let kind = Record.Kind(rawValue: rawKind) else {
+            throw FormatError(reason: "unknown record kind \(rawKind)", offset: offset)
+        }
+        var operations: [Operation] = []
+        while !reader.isAtEnd {
+            let start = reader.offset
+            let rawCode = try reader.readByte()
+            switch OperationCode(rawValue: rawCode) {
+            case .set:
+                let key = try reader.readString()
+                let valueStart = reader.offset
+                let value = try ValueEncoding.decode(from: &reader)
+                operations.append(.set(key: key, value: value, size: reader.offset - valueStart))
+            case .remove where kind == .transaction:
+                operations.append(.remove(key: try reader.readString()))
+            case .removeAll where kind == .transaction:
+                operations.append(.removeAll)
+            default:
+                throw FormatError(reason: "operation \(rawCode) is not valid in this record", offset: start)
+            }
+        }
+        return Record(kind: kind, sequence: sequence, timestamp: timestamp, pid: pid, operations: operations)
+    }
+}

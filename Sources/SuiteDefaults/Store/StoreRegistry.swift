@@ -1,0 +1,43 @@
+import Synchronization
+
+/// Gives every `Suite` instance of one suite in this process the same `SuiteStore`,
+/// as long as any of them is alive, so they share one cache and one set of files.
+enum StoreRegistry {
+    private struct Key: Hashable {
+        var device: UInt64
+        var inode: UInt64
+        var name: String
+    }
+
+    private final class WeakStore {
+        weak var store: SuiteStore?
+        init(_ store: SuiteStore) { self.store = store }
+    }
+
+    private static let stores = Mutex<[Key: WeakStore]>([:])
+
+    static func store(named name: String, directoryPath: String, sharing: Suite.Sharing) throws -> SuiteStore {
+        let directory = try SuiteFiles.openDirectory(path: directoryPath, sharing: sharing, suite: name)
+        let status: FileStatus
+        do {
+            status = try directory.descriptor.status(path: directoryPath)
+        } catch {
+            directory.close()
+            throw SuiteError(error, suite: name, doing: "inspect the suite directory")
+        }
+        let key = Key(device: status.device, inode: status.inode, name: name)
+        if let existing = stores.withLock({ $0[key]?.store }) {
+            directory.close()
+            return existing
+        }
+        // Opened outside the registry's lock: opening reads the file and may wait for
+        // another process's lock.
+        let opened = try SuiteStore(name: name, directory: directory, sharing: sharing)
+        return stores.withLock { stores in
+            if let raced = stores[key]?.store { return raced }
+            stores = stores.filter { $0.value.store != nil }
+            stores[key] = WeakStore(opened)
+            return opened
+        }
+    }
+}

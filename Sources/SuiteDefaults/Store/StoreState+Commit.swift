@@ -1,0 +1,150 @@
+import Glibc
+
+extension StoreState {
+    /// Under the exclusive lock, after `catchUp(exclusive: true)`: appends one record
+    /// holding `operations` and publishes it.
+    ///
+    /// The generation is odd from before the first byte is written until the record
+    /// is published, so a process killed anywhere in between leaves a sign that the
+    /// next writer acts on. A failed write is cut off again, leaving the file as it was.
+    func commit(_ operations: [Operation], durability: Suite.Durability, options: Suite.Options) throws {
+        guard writable, let header else {
+            throw SuiteError(.readOnly, suite: suite, path: files.directory.pathOf(files.dataName),
+                             message: "This process may only read the suite (its files or directory are not writable).")
+        }
+        guard !operations.isEmpty else {
+            if durability == .durable { try synchronizeToDisk() }
+            return
+        }
+        let live = contents.liveBytes(after: operations)
+        if live > options.maximumSuiteSize && live > contents.liveBytes {
+            throw SuiteError(.suiteTooLarge, suite: suite,
+                             message: "The write would grow the suite to \(live) bytes, over its limit of \(options.maximumSuiteSize) bytes (Suite.Options.maximumSuiteSize). Remove keys or store less.")
+        }
+        if dataFile == nil { try createDataFile(durable: durability == .durable) }
+        guard let dataFile else { return }
+
+        let record = Record(kind: .transaction, sequence: max(header.lastSequence, contents.lastSequence) + 1,
+                            timestamp: Clock.nanosecondsSince1970(), pid: getpid(), operations: operations)
+        let bytes = RecordFormat.encode(record)
+        let start = header.committedLength
+        let generation = header.generation
+        header.committerPID = getpid()
+        header.publish(generation: generation + 1)
+        SuiteFaultInjection.reach(.commitStarted)
+        do {
+            try bytes.withUnsafeBytes { raw in
+                let path = files.directory.pathOf(files.dataName)
+                if SuiteFaultInjection.isArmed(.partialRecordWritten) {
+                    let half = raw.count / 2
+                    try dataFile.write(UnsafeRawBufferPointer(rebasing: raw[..<half]), at: start, path: path)
+                    SuiteFaultInjection.reach(.partialRecordWritten)
+                    try dataFile.write(UnsafeRawBufferPointer(rebasing: raw[half...]), at: start + half, path: path)
+                } else {
+                    try dataFile.write(raw, at: start, path: path)
+                }
+            }
+            if durability == .durable { try dataFile.synchronizeData() }
+        } catch {
+            // Leave the generation odd if the cut fails, so the next writer cleans up.
+            if (try? dataFile.truncate(to: start)) != nil { header.publish(generation: generation + 2) }
+            throw files.error(error, doing: "write to the suite file")
+        }
+        SuiteFaultInjection.reach(.recordWritten)
+        header.committedLength = start + bytes.count
+        header.lastSequence = record.sequence
+        header.publish(generation: generation + 2)
+        SuiteFaultInjection.reach(.committed)
+        contents.apply(record)
+        view = View(generation: generation + 2, dataFileID: view.dataFileID, length: start + bytes.count, isLoaded: true)
+        compactIfNeeded(options: options, durable: durability == .durable)
+    }
+
+    /// Creates the data file for the first write: written whole under a temporary
+    /// name, then linked into place, so no process ever sees a half-made file.
+    private func createDataFile(durable: Bool) throws {
+        guard let header else { return }
+        let new = try files.writeNewDataFile(snapshot: nil, durable: durable)
+        defer { try? files.directory.removeFile(new.temporaryName) }
+        do {
+            do {
+                try files.directory.link(new.temporaryName, to: files.dataName)
+            } catch let failure as SystemCallError where failure.errno == EPERM || failure.errno == EOPNOTSUPP {
+                // No hard links on this file system. Under the exclusive lock, with no
+                // data file known, a rename is equally safe.
+                guard try files.directory.status(of: files.dataName) == nil else { throw SystemCallError(call: "link", path: files.dataName, errno: EEXIST) }
+                try files.directory.rename(new.temporaryName, to: files.dataName)
+            }
+        } catch let failure as SystemCallError where failure.errno == EEXIST {
+            new.descriptor.close()
+            // Someone put a file there without taking the lock. Read it now, and let
+            // the caller decide again with what it holds.
+            try rebuild()
+            throw SuiteError(.ioFailure, suite: suite, path: files.directory.pathOf(files.dataName),
+                             message: "A suite file appeared that no process wrote under the lock; nothing was written. Try again.")
+        } catch {
+            new.descriptor.close()
+            throw files.error(error, doing: "create the suite file")
+        }
+        if durable { try? files.directory.synchronize() }
+        let generation = header.generation
+        header.publish(generation: generation + 1)
+        header.dataFileID = new.fileID
+        header.committedLength = new.length
+        header.publish(generation: generation + 2)
+        dataFile = new.descriptor
+        view = View(generation: generation + 2, dataFileID: new.fileID, length: new.length, isLoaded: true)
+    }
+
+    private func compactIfNeeded(options: Suite.Options, durable: Bool) {
+        guard let header else { return }
+        let length = header.committedLength
+        let live = DataFileHeader.size + RecordFormat.overhead + contents.liveBytes
+        guard length > max(2 * live, live + options.compactionSlack), length >= compactionRetryLength else { return }
+        do {
+            try compact(durable: durable)
+        } catch {
+            compactionRetryLength = length + options.compactionSlack
+            diagnose(.compactionFailed, "Compaction failed and will be tried again later; nothing stored was affected: \(error)")
+        }
+    }
+
+    /// Under the exclusive lock, caught up: writes the live state to a new file and
+    /// renames it over the journal. Processes holding the old file notice the new
+    /// file ID in the shared header and switch.
+    func compact(durable: Bool) throws {
+        guard writable, let header, dataFile != nil else { return }
+        files.removeStaleTemporaryFiles()
+        let snapshot = contents.snapshot(timestamp: Clock.nanosecondsSince1970(), pid: getpid())
+        let new = try files.writeNewDataFile(snapshot: snapshot, durable: durable)
+        let generation = header.generation
+        header.committerPID = getpid()
+        header.publish(generation: generation + 1)
+        do {
+            try files.directory.rename(new.temporaryName, to: files.dataName)
+        } catch {
+            new.descriptor.close()
+            try? files.directory.removeFile(new.temporaryName)
+            header.publish(generation: generation + 2)
+            throw files.error(error, doing: "replace the suite file with its compacted form")
+        }
+        SuiteFaultInjection.reach(.compactionRenamed)
+        if durable { try? files.directory.synchronize() }
+        header.dataFileID = new.fileID
+        header.committedLength = new.length
+        header.publish(generation: generation + 2)
+        dataFile?.close()
+        dataFile = new.descriptor
+        view = View(generation: generation + 2, dataFileID: new.fileID, length: new.length, isLoaded: true)
+    }
+
+    /// `fdatasync` of the data file and `fsync` of the directory.
+    func synchronizeToDisk() throws {
+        do {
+            try dataFile?.synchronizeData(path: files.directory.pathOf(files.dataName))
+            try files.directory.synchronize()
+        } catch {
+            throw files.error(error, doing: "flush the suite to disk")
+        }
+    }
+}

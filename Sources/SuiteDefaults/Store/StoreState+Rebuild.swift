@@ -1,0 +1,118 @@
+import Glibc
+
+extension StoreState {
+    /// Under the exclusive lock: reads the data file from scratch, trusting nothing
+    /// but the checksums, and sets the shared header up again from what it found.
+    ///
+    /// Runs when the header cannot be trusted (the first process after a reboot) or a
+    /// writer died inside a commit (odd generation), and when damage was found.
+    func rebuild() throws {
+        guard let header else { throw NeedsExclusiveLock() }
+        let trustedLength = header.isValid ? header.committedLength : nil
+        let interruptedBy = header.isValid && header.generation & 1 == 1 ? header.committerPID : nil
+        let previousSequence = header.isValid ? header.lastSequence : 0
+        files.removeStaleTemporaryFiles()
+
+        var bytes: [UInt8] = []
+        var descriptor = try files.openDataFile(writable: true)
+        if let open = descriptor {
+            do {
+                bytes = try open.read(count: try open.status().size, at: 0)
+            } catch {
+                open.close()
+                throw files.error(error, doing: "read the suite file")
+            }
+            if bytes.isEmpty {
+                // An empty file holds nothing to keep; a new one takes its place.
+                open.close()
+                try? files.directory.removeFile(files.dataName)
+                descriptor = nil
+            }
+        }
+        guard let descriptor else {
+            if header.isValid && header.dataFileID != 0 {
+                diagnose(.dataFileMissing, path: files.directory.pathOf(files.dataName),
+                         "The suite file disappeared or was emptied while its lock file remained; the suite starts empty.")
+            }
+            dataFile?.close()
+            dataFile = nil
+            contents = SuiteContents()
+            header.initialize(dataFileID: 0, committedLength: 0, lastSequence: previousSequence)
+            view = View(generation: header.generation, dataFileID: 0, length: 0, isLoaded: true)
+            return
+        }
+
+        let scan: DataFileScan
+        do {
+            scan = try scanRefusingForeign(bytes, committedLength: trustedLength)
+        } catch {
+            descriptor.close()
+            throw error
+        }
+        var current = (descriptor: descriptor, fileID: scan.fileID ?? 0, length: bytes.count)
+        switch scan.verdict {
+        case .intact:
+            if let pid = interruptedBy {
+                diagnose(.recoveredInterruptedCommit, "Process \(pid) died while committing; the suite file was checked and is intact.")
+            }
+        case .tornTail:
+            do {
+                try descriptor.truncate(to: scan.validEnd, path: files.directory.pathOf(files.dataName))
+            } catch {
+                descriptor.close()
+                throw files.error(error, doing: "cut off an unfinished write")
+            }
+            current.length = scan.validEnd
+            diagnose(.discardedTornWrite, "Discarded \(bytes.count - scan.validEnd) bytes of a write that process \(interruptedBy.map(String.init) ?? "(unknown)") did not finish; no write that had returned was lost.")
+        case .damaged:
+            do {
+                current = try replaceDamagedFile(with: scan)
+            } catch {
+                descriptor.close()
+                throw error
+            }
+            descriptor.close()
+        }
+        dataFile?.close()
+        dataFile = current.descriptor
+        contents = scan.contents
+        header.initialize(dataFileID: current.fileID, committedLength: current.length,
+                          lastSequence: max(scan.contents.lastSequence, previousSequence))
+        view = View(generation: header.generation, dataFileID: current.fileID, length: current.length, isLoaded: true)
+    }
+
+    /// Writes what survived into a new file, and keeps the damaged one aside.
+    private func replaceDamagedFile(with scan: DataFileScan) throws -> (descriptor: FileDescriptor, fileID: UInt64, length: Int) {
+        let snapshot = scan.contents.snapshot(timestamp: Clock.nanosecondsSince1970(), pid: getpid())
+        // A repair is rare and follows trouble, so it always goes to the disk.
+        let new = try files.writeNewDataFile(snapshot: snapshot, durable: true)
+        let aside = files.damagedName()
+        do {
+            try files.directory.rename(files.dataName, to: aside)
+            do {
+                try files.directory.rename(new.temporaryName, to: files.dataName)
+            } catch {
+                try? files.directory.rename(aside, to: files.dataName)
+                throw error
+            }
+            try? files.directory.synchronize()
+        } catch {
+            new.descriptor.close()
+            try? files.directory.removeFile(new.temporaryName)
+            throw files.error(error, doing: "replace the damaged suite file")
+        }
+        let problem = scan.firstProblem?.description ?? "unreadable bytes"
+        diagnose(.repairedDamage, path: files.directory.pathOf(aside),
+                 "The suite file was damaged (\(problem)). \(scan.recordCount) intact records were kept and \(scan.unreadableBytes) unreadable bytes skipped; the damaged file was kept as \(aside).")
+        return (new.descriptor, new.fileID, new.length)
+    }
+}
+
+/// Wall-clock time for record timestamps.
+enum Clock {
+    static func nanosecondsSince1970() -> Int64 {
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        return Int64(now.tv_sec) * 1_000_000_000 + Int64(now.tv_nsec)
+    }
+}

@@ -1,0 +1,246 @@
+import Glibc
+
+/// Thrown inside the store when a shared lock is not enough: the file needs a repair
+/// that only the holder of the exclusive lock may make.
+struct NeedsExclusiveLock: Error {}
+
+/// What one process knows of a suite: its open files, the mapped shared header, and
+/// the contents as of the last catch-up. One instance per suite per process.
+///
+/// `@unchecked Sendable` because it is confined by hand: it is only ever reached
+/// through `SuiteStore`'s mutex, which hands it to one thread at a time.
+final class StoreState: @unchecked Sendable {
+    let files: SuiteFiles
+    let lockFile: FileDescriptor
+    /// Nil only for a read-only suite whose lock file is too short to map.
+    let header: SharedHeader?
+    let writable: Bool
+    var dataFile: FileDescriptor?
+    var contents = SuiteContents()
+
+    /// What `contents` reflects, in the shared header's terms.
+    struct View {
+        var generation: UInt64 = 0
+        var dataFileID: UInt64 = 0
+        var length = 0
+        var isLoaded = false
+    }
+
+    var view = View()
+    /// A compaction that failed is not tried again before the file reaches this length.
+    var compactionRetryLength = 0
+    /// Diagnostics found under the lock, reported once it is released.
+    var pendingDiagnostics: [SuiteDiagnostic] = []
+    /// The last refresh failure reported, so a read that keeps failing reports once.
+    var lastRefreshFailure: String?
+
+    /// Takes ownership of `files.directory`, closing it if the suite cannot be opened.
+    init(files: SuiteFiles) throws {
+        self.files = files
+        let lockFile: FileDescriptor
+        let writable: Bool
+        do {
+            (lockFile, writable) = try files.openLockFile()
+        } catch {
+            files.directory.close()
+            throw error
+        }
+        var header: SharedHeader?
+        if (try? lockFile.status())?.size ?? 0 >= SharedHeader.size {
+            let protection = writable ? PROT_READ | PROT_WRITE : PROT_READ
+            let address = mmap(nil, SharedHeader.size, protection, MAP_SHARED, lockFile.rawValue, 0)
+            if let address, address != MAP_FAILED { header = SharedHeader(base: address) }
+        }
+        if writable && header == nil {
+            lockFile.close()
+            files.directory.close()
+            throw SuiteError(.ioFailure, suite: files.suite, path: files.directory.pathOf(files.lockName), errno: errno,
+                             message: "Could not map the suite's lock file into memory; the file system may not support shared mappings.")
+        }
+        self.lockFile = lockFile
+        self.header = header
+        self.writable = writable
+    }
+
+    deinit {
+        if let header { munmap(header.base, SharedHeader.size) }
+        dataFile?.close()
+        lockFile.close()
+        files.directory.close()
+    }
+
+    var suite: String { files.suite }
+
+    func diagnose(_ kind: SuiteDiagnostic.Kind, path: String? = nil, _ message: String) {
+        pendingDiagnostics.append(SuiteDiagnostic(kind: kind, suite: suite, directory: files.directory.path,
+                                                  path: path, message: message))
+    }
+
+    // MARK: Locking
+
+    func withFileLock<R>(_ kind: FileDescriptor.LockKind, _ body: () throws -> R) throws -> R {
+        do {
+            try lockFile.lock(kind, path: files.directory.pathOf(files.lockName))
+        } catch {
+            throw files.error(error, doing: "lock the suite")
+        }
+        defer { lockFile.unlock() }
+        return try body()
+    }
+
+    // MARK: Reading
+
+    /// Whether `contents` is current; one atomic load.
+    var isFresh: Bool {
+        guard let header, view.isLoaded else { return false }
+        return header.generation == view.generation
+    }
+
+    /// Brings `contents` up to the committed state, taking the shared lock, and the
+    /// exclusive lock when a repair turns out to be needed.
+    func refresh() throws {
+        if isFresh { return }
+        var kind = FileDescriptor.LockKind.shared
+        while true {
+            do {
+                try withFileLock(kind) { try catchUp(exclusive: kind == .exclusive) }
+                return
+            } catch is NeedsExclusiveLock {
+                guard writable else {
+                    try withFileLock(.shared) { try loadWithoutRepair() }
+                    return
+                }
+                kind = .exclusive
+            }
+        }
+    }
+
+    /// Under the lock: reads whatever was committed since the last catch-up.
+    func catchUp(exclusive: Bool) throws {
+        guard let header else { throw NeedsExclusiveLock() }
+        if !header.isValid || (exclusive && header.generation & 1 == 1) {
+            // Never set up since boot, or a writer died inside a commit.
+            guard exclusive else { throw NeedsExclusiveLock() }
+            try rebuild()
+            return
+        }
+        let generation = header.generation
+        let fileID = header.dataFileID
+        let length = header.committedLength
+        if fileID == 0 {
+            if !view.isLoaded || view.dataFileID != 0 {
+                dataFile?.close()
+                dataFile = nil
+                contents = SuiteContents()
+            }
+        } else if fileID != view.dataFileID || length < view.length || dataFile == nil {
+            try loadDataFile(expecting: fileID, length: length, exclusive: exclusive)
+        } else if length > view.length {
+            try readRecords(from: view.length, to: length, exclusive: exclusive)
+        }
+        // With no commit in progress the file ends exactly at the committed length;
+        // anything else was done to it without the lock (bytes appended, the file cut).
+        if let dataFile, generation & 1 == 0 {
+            let size: Int
+            do {
+                size = try dataFile.status().size
+            } catch {
+                throw files.error(error, doing: "inspect the suite file")
+            }
+            if size != length { return try damageFound(exclusive: exclusive) }
+        }
+        view = View(generation: generation, dataFileID: fileID, length: length, isLoaded: true)
+    }
+
+    /// Damage inside the committed part of the file: repaired at once under the
+    /// exclusive lock, else the caller retries with it.
+    private func damageFound(exclusive: Bool) throws {
+        guard exclusive else { throw NeedsExclusiveLock() }
+        try rebuild()
+    }
+
+    /// Reads a data file that replaced the one this process had (or its first).
+    private func loadDataFile(expecting fileID: UInt64, length: Int, exclusive: Bool) throws {
+        guard let descriptor = try files.openDataFile(writable: writable) else {
+            return try damageFound(exclusive: exclusive)
+        }
+        let bytes: [UInt8]
+        do {
+            bytes = try descriptor.read(count: length, at: 0)
+        } catch {
+            descriptor.close()
+            throw files.error(error, doing: "read the suite file")
+        }
+        let scan = try? bytes.withUnsafeBytes { try DataFileScan.scan($0, committedLength: length) }
+        guard let scan, scan.verdict == .intact, scan.fileID == fileID, bytes.count == length else {
+            descriptor.close()
+            return try damageFound(exclusive: exclusive)
+        }
+        dataFile?.close()
+        dataFile = descriptor
+        contents = scan.contents
+    }
+
+    /// Reads and applies the records in `start ..< end` of the current data file.
+    private func readRecords(from start: Int, to end: Int, exclusive: Bool) throws {
+        guard let dataFile else { return try damageFound(exclusive: exclusive) }
+        let bytes: [UInt8]
+        do {
+            bytes = try dataFile.read(count: end - start, at: start)
+        } catch {
+            throw files.error(error, doing: "read the suite file")
+        }
+        var records: [Record] = []
+        let complete = bytes.withUnsafeBytes { buffer -> Bool in
+            var offset = 0
+            var sequence = contents.lastSequence
+            while offset < buffer.count {
+                guard case .record(let record, let next) = RecordFormat.parse(buffer, at: offset, limit: buffer.count),
+                      record.kind == .transaction, record.sequence > sequence
+                else { return false }
+                records.append(record)
+                sequence = record.sequence
+                offset = next
+            }
+            return bytes.count == end - start
+        }
+        guard complete else { return try damageFound(exclusive: exclusive) }
+        for record in records { contents.apply(record) }
+    }
+
+    /// For a suite this process may only read: reads the whole file without repairing
+    /// anything, keeping every record that verifies.
+    private func loadWithoutRepair() throws {
+        guard let descriptor = try files.openDataFile(writable: false) else {
+            contents = SuiteContents()
+            view = View(generation: header?.generation ?? 0, isLoaded: header != nil)
+            return
+        }
+        defer { descriptor.close() }
+        let bytes: [UInt8]
+        do {
+            bytes = try descriptor.read(count: try descriptor.status().size, at: 0)
+        } catch {
+            throw files.error(error, doing: "read the suite file")
+        }
+        let scan = try scanRefusingForeign(bytes, committedLength: nil)
+        if scan.verdict == .damaged {
+            diagnose(.repairedDamage, "The suite file is damaged (\(scan.firstProblem?.description ?? "unreadable bytes")); it is read-only here, so \(scan.recordCount) intact records were read and the file was left as it is.")
+        }
+        contents = scan.contents
+        // Without a mapped header there is nothing cheap to compare, so read again next time.
+        view = View(generation: header?.generation ?? 0, isLoaded: header != nil)
+    }
+
+    func scanRefusingForeign(_ bytes: [UInt8], committedLength: Int?) throws -> DataFileScan {
+        do {
+            return try bytes.withUnsafeBytes { try DataFileScan.scan($0, committedLength: committedLength) }
+        } catch DataFileScan.Refusal.foreign {
+            throw SuiteError(.foreignFile, suite: suite, path: files.directory.pathOf(files.dataName),
+                             message: "This file is not a suite file, so it was left untouched. Move it away, or choose another suite name.")
+        } catch DataFileScan.Refusal.unsupported(let version) {
+            throw SuiteError(.unsupportedVersion, suite: suite, path: files.directory.pathOf(files.dataName),
+                             message: "The suite file has format version \(version), newer than this library's \(DataFileHeader.version); update the library that reads it.")
+        }
+    }
+}

@@ -1,0 +1,124 @@
+/// A key whose value a commit changed: the net effect of one record on one key.
+struct KeyChange: Sendable, Equatable {
+    var key: String
+    var oldValue: SuiteValue?
+    var newValue: SuiteValue?
+}
+
+/// The committed key-value state of a suite, as this process last read it.
+struct SuiteContents: Sendable {
+    struct Entry: Sendable {
+        var value: SuiteValue
+        /// The size of this entry in a snapshot record, for the live-size estimate.
+        var size: Int
+    }
+
+    private(set) var entries: [String: Entry] = [:]
+    /// The sum of the entries' sizes: what a compacted file would hold.
+    private(set) var liveBytes = 0
+    /// The sequence number of the last record applied.
+    private(set) var lastSequence: UInt64 = 0
+
+    subscript(key: String) -> SuiteValue? { entries[key]?.value }
+
+    var count: Int { entries.count }
+
+    var values: [String: SuiteValue] { entries.mapValues(\.value) }
+
+    /// The live size after `operations`, without applying them.
+    func liveBytes(after operations: [Operation]) -> Int {
+        var total = liveBytes
+        var sizes: [String: Int] = [:]
+        var cleared = false
+        for operation in operations {
+            switch operation {
+            case .set(let key, _, let size):
+                total -= sizes[key] ?? (cleared ? 0 : entries[key]?.size ?? 0)
+                let newSize = RecordFormat.size(ofSetting: key, valueSize: size)
+                sizes[key] = newSize
+                total += newSize
+            case .remove(let key):
+                total -= sizes[key] ?? (cleared ? 0 : entries[key]?.size ?? 0)
+                sizes[key] = 0
+            case .removeAll:
+                total = 0
+                sizes = [:]
+                cleared = true
+            }
+        }
+        return total
+    }
+
+    /// Applies a record. When `changes` is given, appends the net change of every key
+    /// whose value differs afterwards, in the order the keys were first touched.
+    mutating func apply(_ record: Record, changes: inout [KeyChange]?) {
+        var before: [String: SuiteValue?] = [:]
+        var touched: [String] = []
+        func remember(_ key: String, _ old: SuiteValue?) {
+            guard changes != nil, before[key] == nil else { return }
+            before[key] = .some(old)
+            touched.append(key)
+        }
+        if record.kind == .snapshot {
+            for (key, entry) in entries { remember(key, entry.value) }
+            clear()
+        }
+        for operation in record.operations {
+            switch operation {
+            case .set(let key, let value, let size):
+                let entry = Entry(value: value, size: RecordFormat.size(ofSetting: key, valueSize: size))
+                let old = entries.updateValue(entry, forKey: key)
+                remember(key, old?.value)
+                liveBytes += entry.size - (old?.size ?? 0)
+            case .remove(let key):
+                if let old = entries.removeValue(forKey: key) {
+                    remember(key, old.value)
+                    liveBytes -= old.size
+                }
+            case .removeAll:
+                for (key, entry) in entries { remember(key, entry.value) }
+                clear()
+            }
+        }
+        lastSequence = record.sequence
+        guard changes != nil else { return }
+        for key in touched {
+            let old = before[key]!
+            let new = entries[key]?.value
+            if old != new { changes!.append(KeyChange(key: key, oldValue: old, newValue: new)) }
+        }
+    }
+
+    mutating func apply(_ record: Record) {
+        var none: [KeyChange]? = nil
+        apply(record, changes: &none)
+    }
+
+    private mutating func clear() {
+        entries.removeAll(keepingCapacity: true)
+        liveBytes = 0
+    }
+
+    /// The snapshot record that recreates this state.
+    func snapshot(timestamp: Int64, pid: Int32) -> Record {
+        var operations: [Operation] = []
+        operations.reserveCapacity(entries.count)
+        for (key, entry) in entries {
+            let valueSize = entry.size - RecordFormat.size(ofSetting: key, valueSize: 0)
+            operations.append(.set(key: key, value: entry.value, size: valueSize))
+        }
+        return Record(kind: .snapshot, sequence: lastSequence, timestamp: timestamp, pid: pid, operations: operations)
+    }
+
+    /// The net changes from `self` to `other`, per key.
+    func changes(to other: SuiteContents) -> [KeyChange] {
+        var result: [KeyChange] = []
+        for (key, entry) in entries where other.entries[key]?.value != entry.value {
+            result.append(KeyChange(key: key, oldValue: entry.value, newValue: other.entries[key]?.value))
+        }
+        for (key, entry) in other.entries where entries[key] == nil {
+            result.append(KeyChange(key: key, oldValue: nil, newValue: entry.value))
+        }
+        return result
+    }
+}

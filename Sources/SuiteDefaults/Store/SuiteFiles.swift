@@ -1,0 +1,232 @@
+import Foundation
+import Glibc
+
+/// The files of one suite in one directory, and the rules for opening them:
+///
+/// - `NAME.suite`, the data file: a header, then the journal of records.
+/// - `NAME.suite.lock`, never replaced: the `flock` target, and the shared header.
+/// - `NAME.suite.tmp.*`, a compaction in progress; `NAME.suite.damaged-*`, damaged
+///   copies kept aside.
+///
+/// Every file is opened through the directory with `O_NOFOLLOW`, and must be a
+/// regular file owned by the current user (or, in group mode, by the group).
+struct SuiteFiles {
+    let suite: String
+    let directory: DirectoryHandle
+    let sharing: Suite.Sharing
+
+    static let dataSuffix = ".suite"
+    static let lockSuffix = ".suite.lock"
+
+    var dataName: String { suite + Self.dataSuffix }
+    var lockName: String { suite + Self.lockSuffix }
+    var temporaryPrefix: String { dataName + ".tmp." }
+    var fileMode: mode_t { sharing == .group ? 0o660 : 0o600 }
+
+    /// The `SuiteError` for a failure while doing `action` to this suite's files.
+    func error(_ failure: any Error, doing action: String) -> SuiteError {
+        SuiteError(failure, suite: suite, doing: action)
+    }
+
+    // MARK: The directory
+
+    /// Opens the suite directory, creating it (and missing parents) when absent.
+    static func openDirectory(path: String, sharing: Suite.Sharing, suite: String?) throws -> DirectoryHandle {
+        try createDirectory(path: path, sharing: sharing, suite: suite)
+        let directory: DirectoryHandle
+        do {
+            directory = try DirectoryHandle.open(path: path)
+        } catch {
+            throw SuiteError(error, suite: suite, doing: "open the suite directory")
+        }
+        do {
+            try checkDirectory(try directory.descriptor.status(path: path), path: path, sharing: sharing, suite: suite)
+        } catch {
+            directory.close()
+            throw SuiteError(error, suite: suite, doing: "inspect the suite directory")
+        }
+        return directory
+    }
+
+    private static func createDirectory(path: String, sharing: Suite.Sharing, suite: String?) throws {
+        var status = stat()
+        if stat(path, &status) == 0 { return }
+        let mode: mode_t = sharing == .group ? 0o2770 : 0o700
+        var prefix = path.hasPrefix("/") ? "" : "."
+        for component in path.split(separator: "/") {
+            prefix += "/" + component
+            if mkdir(prefix, mode) == 0 {
+                // mkdir applies the umask; group mode needs its group bits.
+                if sharing == .group { chmod(prefix, mode) }
+            } else if errno != EEXIST {
+                throw SuiteError(SystemCallError(call: "mkdir", path: prefix, errno: errno), suite: suite,
+                                 doing: "create the suite directory")
+            }
+        }
+    }
+
+    private static func checkDirectory(_ status: FileStatus, path: String, sharing: Suite.Sharing, suite: String?) throws {
+        guard status.isDirectory else {
+            throw SuiteError(.notFound, suite: suite, path: path, message: "The suite directory is not a directory.")
+        }
+        if !isOurs(status, sharing: sharing) {
+            throw SuiteError(.foreignOwner, suite: suite, path: path,
+                             message: "The suite directory belongs to user \(status.owner), not to this user (\(geteuid())); another user could replace its files. Use a directory of your own\(sharing == .group ? " or of your group" : "").")
+        }
+        if status.permissions & UInt32(S_IWOTH) != 0 && status.permissions & UInt32(S_ISVTX) == 0 {
+            throw SuiteError(.foreignOwner, suite: suite, path: path,
+                             message: "Every user may write to the suite directory (mode \(String(status.permissions, radix: 8))), so any of them could replace its files. Remove the write permission for others (chmod o-w).")
+        }
+    }
+
+    /// Whether a file or directory is the current user's, or in group mode the group's.
+    static func isOurs(_ status: FileStatus, sharing: Suite.Sharing) -> Bool {
+        if status.owner == geteuid() { return true }
+        guard sharing == .group else { return false }
+        return currentGroups().contains(status.group)
+    }
+
+    private static func currentGroups() -> Set<UInt32> {
+        var groups = Set([UInt32(getegid())])
+        let count = getgroups(0, nil)
+        if count > 0 {
+            var list = [gid_t](repeating: 0, count: Int(count))
+            let filled = getgroups(count, &list)
+            if filled > 0 { groups.formUnion(list.prefix(Int(filled)).map { UInt32($0) }) }
+        }
+        return groups
+    }
+
+    // MARK: Files
+
+    /// Checks that an open file is a regular file belonging to us.
+    func checkFile(_ descriptor: FileDescriptor, name: String) throws -> FileStatus {
+        let path = directory.pathOf(name)
+        let status: FileStatus
+        do {
+            status = try descriptor.status(path: path)
+        } catch {
+            throw self.error(error, doing: "inspect a suite file")
+        }
+        guard status.isRegularFile else {
+            throw SuiteError(.foreignFile, suite: suite, path: path,
+                             message: "A suite file is expected here but this is not a regular file; move it away.")
+        }
+        guard Self.isOurs(status, sharing: sharing) else {
+            throw SuiteError(.foreignOwner, suite: suite, path: path,
+                             message: "The file belongs to user \(status.owner), not to this user (\(geteuid())); suites refuse files of other users. Remove it, or use group sharing.")
+        }
+        return status
+    }
+
+    func open(_ name: String, flags: CInt, mode: mode_t = 0) throws -> FileDescriptor {
+        try directory.openFile(name, flags: flags, mode: mode)
+    }
+
+    /// Opens the lock file, creating it; read-only if the directory or file allows no
+    /// more. Refuses a symbolic link or a file of another user.
+    func openLockFile() throws -> (descriptor: FileDescriptor, writable: Bool) {
+        var writable = true
+        let descriptor: FileDescriptor
+        do {
+            descriptor = try open(lockName, flags: O_RDWR | O_CREAT, mode: fileMode)
+        } catch let failure as SystemCallError where [EACCES, EPERM, EROFS].contains(failure.errno) {
+            writable = false
+            do {
+                descriptor = try open(lockName, flags: O_RDONLY)
+            } catch {
+                // The directory refuses a new file: report the original reason.
+                throw self.error(failure, doing: "open the suite's lock file")
+            }
+        } catch {
+            throw self.error(error, doing: "open the suite's lock file")
+        }
+        do {
+            let status = try checkFile(descriptor, name: lockName)
+            if writable && status.size < SharedHeader.size {
+                if status.size == 0 && status.owner == geteuid() {
+                    try? descriptor.setPermissions(fileMode)
+                }
+                do {
+                    try descriptor.truncate(to: SharedHeader.size, path: directory.pathOf(lockName))
+                } catch {
+                    throw self.error(error, doing: "set up the suite's lock file")
+                }
+            }
+        } catch {
+            descriptor.close()
+            throw error
+        }
+        return (descriptor, writable)
+    }
+
+    /// Opens the data file; nil when it does not exist.
+    func openDataFile(writable: Bool) throws -> FileDescriptor? {
+        let descriptor: FileDescriptor
+        do {
+            descriptor = try open(dataName, flags: writable ? O_RDWR : O_RDONLY)
+        } catch let failure as SystemCallError where failure.errno == ENOENT {
+            return nil
+        } catch {
+            throw self.error(error, doing: "open the suite file")
+        }
+        do {
+            _ = try checkFile(descriptor, name: dataName)
+        } catch {
+            descriptor.close()
+            throw error
+        }
+        return descriptor
+    }
+
+    /// Writes a complete new data file under a temporary name: the header, and the
+    /// snapshot record when there is one. The caller renames or links it into place.
+    func writeNewDataFile(snapshot: Record?, durable: Bool) throws -> NewDataFile {
+        let name = temporaryPrefix + "\(getpid()).\(String(UInt32.random(in: 0 ... .max), radix: 16))"
+        let descriptor: FileDescriptor
+        do {
+            descriptor = try open(name, flags: O_RDWR | O_CREAT | O_EXCL, mode: fileMode)
+        } catch {
+            throw self.error(error, doing: "create a new suite file")
+        }
+        let fileID = UInt64.random(in: 1 ... .max)
+        var bytes = DataFileHeader.encode(fileID: fileID)
+        if let snapshot { bytes += RecordFormat.encode(snapshot) }
+        do {
+            if sharing == .group { try descriptor.setPermissions(fileMode) }
+            try bytes.withUnsafeBytes { raw in
+                try descriptor.write(raw, at: 0, path: directory.pathOf(name))
+            }
+            if durable { try descriptor.synchronizeData(path: directory.pathOf(name)) }
+        } catch {
+            descriptor.close()
+            try? directory.removeFile(name)
+            throw self.error(error, doing: "write a new suite file")
+        }
+        return NewDataFile(descriptor: descriptor, temporaryName: name, fileID: fileID, length: bytes.count)
+    }
+
+    struct NewDataFile {
+        var descriptor: FileDescriptor
+        var temporaryName: String
+        var fileID: UInt64
+        var length: Int
+    }
+
+    /// A name for keeping a damaged data file aside, unique to this moment and process.
+    func damagedName() -> String {
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withYear, .withMonth, .withDay, .withTime, .withTimeZone]
+        let stamp = formatter.string(from: Date()).replacingOccurrences(of: ":", with: "")
+        return dataName + ".damaged-\(stamp)-\(getpid())"
+    }
+
+    /// Removes temporary files that a process killed during a compaction left behind.
+    /// Only called under the exclusive lock, when no compaction can be in progress.
+    func removeStaleTemporaryFiles() {
+        guard let names = try? directory.names() else { return }
+        for name in names where name.hasPrefix(temporaryPrefix) {
+            try? directory.removeFile(name)
+        }
+    }
+}

@@ -1,0 +1,203 @@
+import Foundation
+
+/// A named set of preferences that many processes share, like an App Group's
+/// `UserDefaults(suiteName:)`, kept in a file guarded by `flock`.
+///
+/// ```swift
+/// let suite = try Suite(named: "group.com.example.fitness")
+/// try suite.set("imperial", forKey: "units.system")
+/// suite.string(forKey: "units.system")          // "imperial", in every process
+/// try suite.update { tx in                       // read-modify-write, atomically
+///     try tx.set((tx.integer(forKey: "count") ?? 0) + 1, forKey: "count")
+/// }
+/// ```
+///
+/// Every method may be called from any thread. A read always sees every write that
+/// returned before it started, in any process, without `synchronize()`. A write that
+/// returns has been applied to the latest committed state and survives the crash of
+/// any process; with `.durable` it survives a power loss too. An operation that
+/// throws a `SuiteError` has changed nothing.
+public final class Suite: SuiteWritable, Sendable {
+    /// The suite's name, as given.
+    public let name: String
+    /// The directory that holds the suite's files.
+    public let directory: URL
+    /// The options this instance was opened with.
+    public let options: Options
+    let store: SuiteStore
+
+    /// The longest suite name, in UTF-8 bytes: the file-name limit (255) minus the
+    /// suffixes the store adds.
+    public static let maximumNameLength = Validation.maximumNameLength
+    /// The longest key, in UTF-8 bytes.
+    public static let maximumKeyLength = Validation.maximumKeyLength
+
+    /// Opens a suite, creating its directory when missing. Its files are created on
+    /// the first write.
+    ///
+    /// - Parameters:
+    ///   - name: 1 to 224 bytes, without `/`, `..`, NUL, control characters or a
+    ///     leading `.`; for example `"group.com.example.fitness"`.
+    ///   - directory: where the suite lives; `Suite.defaultDirectory()` when nil.
+    ///   - options: durability, sharing and limits.
+    /// - Throws: `SuiteError` for an invalid name, a directory or file that is not
+    ///   usable (another user's, a symbolic link, another format), or failed I/O.
+    public init(named name: String, directory: URL? = nil, options: Options = Options()) throws {
+        try Validation.checkSuiteName(name)
+        let directory = (directory ?? Suite.defaultDirectory()).standardizedFileURL
+        self.name = name
+        self.directory = directory
+        self.options = options
+        self.store = try StoreRegistry.store(named: name, directoryPath: directory.path, sharing: options.sharing)
+    }
+
+    // MARK: Reading
+
+    /// The value stored for `key`, ignoring registered defaults; nil when absent.
+    public func storedValue(forKey key: String) -> SuiteValue? {
+        store.read { $0[key] }
+    }
+
+    /// The default registered for `key` in this process; nil when none.
+    public func registeredDefault(forKey key: String) -> SuiteValue? {
+        store.registeredDefault(forKey: key)
+    }
+
+    /// Every stored value, ignoring registered defaults.
+    public func storedValues() -> [String: SuiteValue] {
+        store.read { $0.values }
+    }
+
+    /// Every value a read would return: the registered defaults, overridden by the
+    /// stored values.
+    public func dictionaryRepresentation() -> [String: SuiteValue] {
+        store.registeredDefaults.merging(storedValues()) { _, stored in stored }
+    }
+
+    /// Registers fallbacks that reads return for keys with no stored value. They live
+    /// in this process's memory only, for every `Suite` instance of this suite, as
+    /// with `UserDefaults.register(defaults:)`.
+    public func register(defaults: [String: SuiteValue]) {
+        store.register(defaults)
+    }
+
+    /// Reads the latest state now, throwing what a read would only report as a
+    /// diagnostic (reads answer from the last state read when the file fails them).
+    public func reload() throws {
+        try store.reload()
+    }
+
+    // MARK: Writing
+
+    /// Stores `value` for `key`, or removes `key` when `value` is nil, with the
+    /// suite's durability.
+    public func setValue(_ value: SuiteValue?, forKey key: String) throws {
+        try setValue(value, forKey: key, durability: options.durability)
+    }
+
+    /// Stores `value` for `key`, or removes `key` when `value` is nil.
+    public func setValue(_ value: SuiteValue?, forKey key: String, durability: Durability) throws {
+        let operation = try Operation.validated(value, forKey: key, suite: name, maximumValueSize: options.maximumValueSize)
+        try store.commit([operation], durability: durability, options: options)
+    }
+
+    /// Stores a value with the given durability, whatever the suite's default.
+    public func set<T: SuiteStorable>(_ value: T, forKey key: String, durability: Durability) throws {
+        try setValue(value.suiteValue, forKey: key, durability: durability)
+    }
+
+    /// Removes every stored key.
+    public func removeAll() throws {
+        try store.commit([.removeAll], durability: options.durability, options: options)
+    }
+
+    /// Runs `body` as one transaction under the suite's exclusive lock: its reads see
+    /// the latest committed state, and its writes commit together when it returns,
+    /// or not at all when it throws.
+    ///
+    /// Keep the block short: every other writer, in every process, waits for it. Use
+    /// the transaction inside the block, not the suite.
+    ///
+    /// - Returns: what `body` returns.
+    @discardableResult
+    public func update<R>(durability: Durability? = nil, _ body: (SuiteTransaction) throws -> R) throws -> R {
+        try store.transaction(durability: durability ?? options.durability, options: options, body)
+    }
+
+    /// Stores `value` only if nothing is stored for `key`, atomically across processes.
+    ///
+    /// `value` is evaluated only when the key is absent, under the lock. Registered
+    /// defaults do not count as stored.
+    ///
+    /// - Returns: the value stored after the call: the existing one, or `value`.
+    /// - Throws: `SuiteError` `.typeMismatch` when the stored value is not a `T`.
+    @discardableResult
+    public func setIfAbsent<T: SuiteStorable>(_ value: @autoclosure () throws -> T, forKey key: String) throws -> T {
+        try setIfAbsent(value, forKey: key, encode: \.suiteValue, decode: T.init(suiteValue:))
+    }
+
+    /// Stores a `RawRepresentable` only if nothing is stored for `key`; see the
+    /// other `setIfAbsent`. A stored raw value that is no valid `T` throws `.typeMismatch`.
+    @_disfavoredOverload
+    @discardableResult
+    public func setIfAbsent<T: RawRepresentable>(_ value: @autoclosure () throws -> T, forKey key: String) throws -> T
+    where T.RawValue: SuiteStorable {
+        try setIfAbsent(value, forKey: key, encode: { $0.rawValue.suiteValue },
+                        decode: { T.RawValue(suiteValue: $0).flatMap(T.init(rawValue:)) })
+    }
+
+    private func setIfAbsent<T>(
+        _ make: () throws -> T, forKey key: String, encode: (T) -> SuiteValue, decode: (SuiteValue) -> T?
+    ) throws -> T {
+        try Validation.checkKey(key, suite: name)
+        func existing(_ stored: SuiteValue) throws -> T {
+            guard let typed = decode(stored) else {
+                throw SuiteError(.typeMismatch, suite: name, key: key,
+                                 message: "A \(stored.typeName) is stored, which is not a \(T.self); it was left as it is.")
+            }
+            return typed
+        }
+        // A present value stays the answer; only absence needs the lock.
+        if let stored = storedValue(forKey: key) { return try existing(stored) }
+        return try update { transaction in
+            if let stored = transaction.storedValue(forKey: key) { return try existing(stored) }
+            let value = try make()
+            try transaction.setValue(encode(value), forKey: key)
+            return value
+        }
+    }
+
+    /// Stores `new` (or removes the key when nil) only if the stored value equals
+    /// `expected` (nil meaning absent), atomically across processes. Values compare
+    /// as stored: an integer never equals a double.
+    ///
+    /// - Returns: whether the value was replaced.
+    @discardableResult
+    public func compareAndSet<T: SuiteStorable>(expected: T?, new: T?, forKey key: String) throws -> Bool {
+        let operation = try Operation.validated(new?.suiteValue, forKey: key, suite: name,
+                                                maximumValueSize: options.maximumValueSize)
+        let expectedValue = expected?.suiteValue
+        return try update { transaction in
+            guard transaction.storedValue(forKey: key) == expectedValue else { return false }
+            switch operation {
+            case .set(_, let value, _): try transaction.setValue(value, forKey: key)
+            default: try transaction.setValue(nil, forKey: key)
+            }
+            return true
+        }
+    }
+
+    // MARK: Maintenance
+
+    /// Rewrites the journal as a snapshot of the live state now. The store does this by
+    /// itself when the journal grows past twice the live size; this is for tools.
+    public func compact() throws {
+        try store.compact(durable: options.durability == .durable)
+    }
+
+    /// Makes every committed write durable (`fdatasync` of the file, `fsync` of the
+    /// directory), for suites that write with `.standard` durability.
+    public func flush() throws {
+        try store.flush()
+    }
+}

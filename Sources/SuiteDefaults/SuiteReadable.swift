@@ -1,0 +1,70 @@
+import Foundation
+
+/// Read access to a suite's values: what `Suite` and `SuiteTransaction` share.
+///
+/// A read returns the stored value if there is one, else the registered default
+/// (see `Suite.register(defaults:)`), else nil.
+public protocol SuiteReadable {
+    /// The value stored for `key`, ignoring registered defaults; nil when absent.
+    func storedValue(forKey key: String) -> SuiteValue?
+    /// The registered default for `key`; nil when none was registered.
+    func registeredDefault(forKey key: String) -> SuiteValue?
+}
+
+extension SuiteReadable {
+    /// The stored value, else the registered default, else nil.
+    public func value(forKey key: String) -> SuiteValue? {
+        storedValue(forKey: key) ?? registeredDefault(forKey: key)
+    }
+
+    /// The value as `type`; nil when absent or of another type.
+    public func value<T: SuiteStorable>(_ type: T.Type, forKey key: String) -> T? {
+        value(forKey: key).flatMap(T.init(suiteValue:))
+    }
+
+    /// The value as a `RawRepresentable` (such as an enum); nil when absent, of
+    /// another type, or not a valid raw value.
+    @_disfavoredOverload
+    public func value<T: RawRepresentable>(_ type: T.Type, forKey key: String) -> T?
+    where T.RawValue: SuiteStorable {
+        value(T.RawValue.self, forKey: key).flatMap(T.init(rawValue:))
+    }
+
+    /// A string; nil when absent or not a string.
+    public func string(forKey key: String) -> String? { value(String.self, forKey: key) }
+    /// An integer; nil when absent or not an integer (a double holding an integer exactly counts).
+    public func integer(forKey key: String) -> Int? { value(Int.self, forKey: key) }
+    /// A double; nil when absent or not a number.
+    public func double(forKey key: String) -> Double? { value(Double.self, forKey: key) }
+    /// A Boolean; nil when absent or not a Boolean.
+    public func bool(forKey key: String) -> Bool? { value(Bool.self, forKey: key) }
+    /// Bytes; nil when absent or not data.
+    public func data(forKey key: String) -> Data? { value(Data.self, forKey: key) }
+    /// A date; nil when absent or not a date.
+    public func date(forKey key: String) -> Date? { value(Date.self, forKey: key) }
+    /// An array; nil when absent or not an array.
+    public func array(forKey key: String) -> [SuiteValue]? { value([SuiteValue].self, forKey: key) }
+    /// A dictionary; nil when absent or not a dictionary.
+    public func dictionary(forKey key: String) -> [String: SuiteValue]? {
+        value([String: SuiteValue].self, forKey: key)
+    }
+
+    /// Decodes a value stored with `set(encodable:forKey:)`.
+    ///
+    /// - Returns: nil when nothing is stored for `key`.
+    /// - Throws: `SuiteError` with code `.typeMismatch` when the stored value is not
+    ///   encoded JSON, or does not decode as `type`.
+    public func decodable<T: Decodable>(_ type: T.Type, forKey key: String) throws -> T? {
+        guard let stored = value(forKey: key) else { return nil }
+        guard case .json(let json) = stored else {
+            throw SuiteError(.typeMismatch, key: key,
+                             message: "The value is a \(stored.typeName), not an encoded \(T.self); it was not written with set(encodable:forKey:).")
+        }
+        do {
+            return try JSONDecoder().decode(T.self, from: json)
+        } catch {
+            throw SuiteError(.typeMismatch, key: key,
+                             message: "The stored JSON does not decode as \(T.self): \(error). Store a new value to replace it.")
+        }
+    }
+}

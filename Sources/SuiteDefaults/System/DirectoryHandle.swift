@@ -1,0 +1,77 @@
+import Glibc
+
+/// An open directory through which every file of a suite is reached with the `*at`
+/// calls, so that a name can never lead out of it.
+struct DirectoryHandle: Sendable {
+    let descriptor: FileDescriptor
+    /// The directory's path, for messages only.
+    let path: String
+
+    static func open(path: String) throws -> DirectoryHandle {
+        let fd = try FileDescriptor.open(path, in: nil, flags: O_RDONLY | O_DIRECTORY, pathForErrors: path)
+        return DirectoryHandle(descriptor: fd, path: path)
+    }
+
+    func pathOf(_ name: String) -> String {
+        path.hasSuffix("/") ? path + name : path + "/" + name
+    }
+
+    /// Opens a file in this directory, refusing to follow a symbolic link.
+    func openFile(_ name: String, flags: CInt, mode: mode_t = 0) throws -> FileDescriptor {
+        try FileDescriptor.open(name, in: descriptor, flags: flags | O_NOFOLLOW, mode: mode, pathForErrors: pathOf(name))
+    }
+
+    /// `lstat` of a name in this directory; nil when it does not exist.
+    func status(of name: String) throws -> FileStatus? {
+        var raw = stat()
+        let result = fstatat(descriptor.rawValue, name, &raw, AT_SYMLINK_NOFOLLOW)
+        if result == 0 { return FileStatus(raw) }
+        if errno == ENOENT { return nil }
+        throw SystemCallError(call: "fstatat", path: pathOf(name), errno: errno)
+    }
+
+    /// Gives the file `from` a second name `to`; fails with EEXIST rather than replace.
+    func link(_ from: String, to: String) throws {
+        _ = try retryingInterrupts("linkat", path: pathOf(to)) {
+            linkat(descriptor.rawValue, from, descriptor.rawValue, to, 0)
+        }
+    }
+
+    /// Atomically replaces `to` with `from` (rename(2)).
+    func rename(_ from: String, to: String) throws {
+        _ = try retryingInterrupts("renameat", path: pathOf(to)) {
+            renameat(descriptor.rawValue, from, descriptor.rawValue, to)
+        }
+    }
+
+    func removeFile(_ name: String) throws {
+        _ = try retryingInterrupts("unlinkat", path: pathOf(name)) { unlinkat(descriptor.rawValue, name, 0) }
+    }
+
+    func synchronize() throws {
+        try descriptor.synchronize(path: path)
+    }
+
+    /// The names in the directory, without "." and "..".
+    func names() throws -> [String] {
+        // fdopendir takes ownership of its descriptor, so give it a duplicate.
+        let duplicate = try retryingInterrupts("dup", path: path) { fcntl(descriptor.rawValue, F_DUPFD_CLOEXEC, 0) }
+        guard let stream = fdopendir(duplicate) else {
+            let code = errno
+            Glibc.close(duplicate)
+            throw SystemCallError(call: "fdopendir", path: path, errno: code)
+        }
+        defer { closedir(stream) }
+        rewinddir(stream)
+        var result: [String] = []
+        while let entry = readdir(stream) {
+            let name = withUnsafePointer(to: entry.pointee.d_name) {
+                $0.withMemoryRebound(to: CChar.self, capacity: Int(NAME_MAX) + 1) { String(cString: $0) }
+            }
+            if name != "." && name != ".." { result.append(name) }
+        }
+        return result
+    }
+
+    func close() { descriptor.close() }
+}

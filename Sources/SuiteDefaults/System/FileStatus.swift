@@ -1,0 +1,27 @@
+import Glibc
+
+/// The parts of `struct stat` the store looks at.
+struct FileStatus: Equatable, Sendable {
+    var device: UInt64
+    var inode: UInt64
+    var mode: UInt32
+    var owner: UInt32
+    var group: UInt32
+    var size: Int
+    var linkCount: Int
+
+    init(_ raw: stat) {
+        device = UInt64(raw.st_dev)
+        inode = UInt64(raw.st_ino)
+        mode = UInt32(raw.st_mode)
+        owner = UInt32(raw.st_uid)
+        group = UInt32(raw.st_gid)
+        size = Int(raw.st_size)
+        linkCount = Int(raw.st_nlink)
+    }
+
+    var isRegularFile: Bool { mode & UInt32(S_IFMT) == UInt32(S_IFREG) }
+    var isDirectory: Bool { mode & UInt32(S_IFMT) == UInt32(S_IFDIR) }
+    var isSymbolicLink: Bool { mode & UInt32(S_IFMT) == UInt32(S_IFLNK) }
+    var permissions: UInt32 { mode & 0o7777 }
+}

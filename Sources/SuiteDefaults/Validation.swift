@@ -1,0 +1,40 @@
+/// The rules for suite names and keys, checked before any lock is taken.
+enum Validation {
+    /// Suite names become file names, so they are limited by the file system's
+    /// 255-byte name limit minus the longest suffix the store adds.
+    static let maximumNameLength = 224
+    static let maximumKeyLength = 1024
+
+    static func checkSuiteName(_ name: String) throws {
+        func refuse(_ why: String) -> SuiteError {
+            SuiteError(.invalidSuiteName, suite: name,
+                       message: "The suite name \(why). Use a name such as \"group.com.example.app\".")
+        }
+        let bytes = name.utf8.count
+        if bytes == 0 { throw refuse("is empty") }
+        if bytes > maximumNameLength {
+            throw refuse("is \(bytes) bytes long; the limit is \(maximumNameLength) bytes")
+        }
+        if name.utf8.contains(0) { throw refuse("contains a NUL byte") }
+        if name.contains("/") { throw refuse("contains \"/\"; a suite is one file and cannot name a path") }
+        if name.contains("..") { throw refuse("contains \"..\"") }
+        if name.hasPrefix(".") { throw refuse("starts with \".\"") }
+        if name.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) {
+            throw refuse("contains a control character")
+        }
+    }
+
+    static func checkKey(_ key: String, suite: String?) throws {
+        let bytes = key.utf8.count
+        if bytes == 0 {
+            throw SuiteError(.invalidKey, suite: suite, key: key, message: "The key is empty; keys need at least one character.")
+        }
+        if bytes > maximumKeyLength {
+            throw SuiteError(.invalidKey, suite: suite, key: String(key.prefix(64)) + "…",
+                             message: "The key is \(bytes) bytes long; the limit is \(maximumKeyLength) bytes.")
+        }
+        if key.utf8.contains(0) {
+            throw SuiteError(.invalidKey, suite: suite, key: key, message: "The key contains a NUL byte, which keys may not contain.")
+        }
+    }
+}

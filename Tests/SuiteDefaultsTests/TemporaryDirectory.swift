@@ -1,0 +1,36 @@
+import Foundation
+import Glibc
+
+/// A fresh directory under the system's temporary directory, removed with all its
+/// contents when the test ends. Every suite a test touches lives in one.
+final class TemporaryDirectory: Sendable {
+    let url: URL
+    var path: String { url.path }
+
+    init(_ label: String = "suite-defaults-test") {
+        var template = Array((NSTemporaryDirectory() + "/\(label).XXXXXX").utf8CString)
+        let created = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
+        precondition(created != nil, "mkdtemp failed: \(String(cString: strerror(errno)))")
+        url = URL(fileURLWithPath: String(cString: created!), isDirectory: true)
+    }
+
+    func file(_ name: String) -> URL { url.appendingPathComponent(name) }
+
+    func bytes(of name: String) -> [UInt8]? {
+        (try? Data(contentsOf: file(name))).map { [UInt8]($0) }
+    }
+
+    func write(_ bytes: [UInt8], to name: String) throws {
+        try Data(bytes).write(to: file(name))
+    }
+
+    func names() -> [String] {
+        ((try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []).sorted()
+    }
+
+    deinit {
+        // Tests may have made parts read-only or given them away; take them back first.
+        _ = chmod(path, 0o700)
+        try? FileManager.default.removeItem(at: url)
+    }
+}

@@ -1,0 +1,234 @@
+// The worker that multi-process tests spawn as a real child process.
+//
+//     suite-test-worker COMMAND --dir DIR --suite NAME [OPTIONS]
+//
+// It reports on standard output, one line per event, written with one write(2) so
+// that the parent sees each line the moment it happens. When its standard input is
+// a pipe, it exits as soon as the pipe closes, so a crashed test leaves no worker.
+import Foundation
+import Glibc
+@_spi(Testing) import SuiteDefaults
+
+func say(_ line: String) {
+    let text = line + "\n"
+    _ = text.withCString { write(STDOUT_FILENO, $0, strlen($0)) }
+}
+
+func fail(_ message: String) -> Never {
+    let text = "suite-test-worker: \(message)\n"
+    _ = text.withCString { write(STDERR_FILENO, $0, strlen($0)) }
+    exit(3)
+}
+
+func report(_ error: any Error) -> String {
+    if let error = error as? SuiteError {
+        return "error \(error.code.rawValue) errno \(error.errno ?? 0)"
+    }
+    return "error other \(error)"
+}
+
+/// The command line: a command, then `--name value` pairs.
+struct Options: Sendable {
+    let command: String
+    let values: [String: String]
+
+    init(_ arguments: [String]) {
+        guard let command = arguments.first else { fail("no command") }
+        var values: [String: String] = [:]
+        var index = 1
+        while index < arguments.count {
+            guard arguments[index].hasPrefix("--"), index + 1 < arguments.count else { fail("bad option \(arguments[index])") }
+            values[String(arguments[index].dropFirst(2))] = arguments[index + 1]
+            index += 2
+        }
+        self.command = command
+        self.values = values
+    }
+
+    subscript(name: String) -> String? { values[name] }
+
+    func string(_ name: String) -> String {
+        guard let value = values[name] else { fail("missing --\(name)") }
+        return value
+    }
+
+    func number(_ name: String) -> Int {
+        guard let value = values[name].flatMap(Int.init) else { fail("missing or bad --\(name)") }
+        return value
+    }
+}
+
+let options = Options(Array(CommandLine.arguments.dropFirst()))
+let command = options.command
+func option(_ name: String) -> String { options.string(name) }
+func number(_ name: String) -> Int { options.number(name) }
+
+// Exit when the parent goes away (it holds the other end of our standard input).
+var inputStatus = stat()
+if fstat(STDIN_FILENO, &inputStatus) == 0 && inputStatus.st_mode & S_IFMT == S_IFIFO {
+    Thread {
+        var byte: UInt8 = 0
+        while read(STDIN_FILENO, &byte, 1) > 0 {}
+        _exit(0)
+    }.start()
+}
+
+if let limit = options["file-size-limit"].flatMap(Int.init) {
+    signal(SIGXFSZ, SIG_IGN)
+    var bound = rlimit(rlim_cur: rlim_t(limit), rlim_max: rlim_t(limit))
+    guard setrlimit(Int32(RLIMIT_FSIZE.rawValue), &bound) == 0 else { fail("setrlimit failed") }
+}
+if let uid = options["as-uid"].flatMap(UInt32.init) {
+    guard setgroups(0, nil) == 0, setgid(uid) == 0, setuid(uid) == 0 else { fail("cannot become uid \(uid)") }
+}
+
+SuiteDiagnostics.printsToStandardError = false
+let diagnostics = SuiteDiagnostics.observe { diagnostic in
+    say("diagnostic \(diagnostic.kind.rawValue)")
+}
+
+let suite: Suite
+do {
+    suite = try Suite(named: option("suite"), directory: URL(fileURLWithPath: option("dir")))
+} catch {
+    say(report(error))
+    exit(0)
+}
+say("opened")
+
+@Sendable func forever() -> Never {
+    while true { pause() }
+}
+
+switch command {
+case "increment":
+    // THREADS threads, each doing COUNT read-increment-write transactions.
+    let threads = number("threads"), count = number("count")
+    let key = options["key"] ?? "counter"
+    DispatchQueue.concurrentPerform(iterations: threads) { _ in
+        for _ in 0..<count {
+            do {
+                try suite.update { tx in try tx.set((tx.integer(forKey: key) ?? 0) + 1, forKey: key) }
+            } catch {
+                fail("increment: \(error)")
+            }
+        }
+    }
+    say("done \(threads * count)")
+
+case "write-keys":
+    // Writes PREFIX.0 ... PREFIX.(COUNT-1), acknowledging each once set returned.
+    let prefix = option("prefix"), count = number("count")
+    for value in 0..<count {
+        do { try suite.set(value, forKey: "\(prefix).\(value)") } catch { fail("write-keys: \(error)") }
+        say("ack \(prefix).\(value)")
+    }
+    say("done")
+
+case "ack-loop":
+    // Writes PREFIX.n = n for n = 0, 1, 2, ... until killed, acknowledging each.
+    let prefix = option("prefix")
+    var value = 0
+    while true {
+        do { try suite.set(value, forKey: "\(prefix).\(value % 200)") } catch { fail("ack-loop: \(error)") }
+        say("ack \(value)")
+        value += 1
+    }
+
+case "invariant-writer":
+    // Keeps a + b == 0 and a == version, changing all three in one transaction.
+    let count = number("count")
+    for _ in 0..<count {
+        do {
+            let version = try suite.update { tx -> Int in
+                let next = (tx.integer(forKey: "version") ?? 0) + 1
+                try tx.set(next, forKey: "a")
+                try tx.set(-next, forKey: "b")
+                try tx.set(next, forKey: "version")
+                return next
+            }
+            say("ack \(version)")
+        } catch {
+            fail("invariant-writer: \(error)")
+        }
+    }
+    say("done")
+
+case "invariant-reader":
+    // Reads until the key "stop" appears; reports torn states and versions going back.
+    var reads = 0, torn = 0, regressions = 0, lastVersion = 0
+    let floor = options["at-least"].flatMap(Int.init) ?? 0
+    while true {
+        let values = suite.storedValues()
+        reads += 1
+        let a = values["a"].flatMap(Int.init(suiteValue:))
+        let b = values["b"].flatMap(Int.init(suiteValue:))
+        let version = values["version"].flatMap(Int.init(suiteValue:)) ?? 0
+        if a.map({ $0 + (b ?? 0) != 0 || version != $0 }) ?? (b != nil || version != 0) { torn += 1 }
+        if version < lastVersion || version < floor { regressions += 1 }
+        lastVersion = version
+        if values["stop"] != nil { break }
+    }
+    say("reads \(reads) torn \(torn) regressions \(regressions) last \(lastVersion)")
+
+case "pause":
+    // Arms a fault-injection point, then writes KEY = VALUE; at the point it reports
+    // and waits to be killed.
+    guard let point = SuiteFaultInjection.Point.allCases.first(where: { "\($0)" == option("point") }) else {
+        fail("unknown point")
+    }
+    SuiteFaultInjection.arm(point) { reached in
+        say("paused \(reached)")
+        forever()
+    }
+    do {
+        if options["compact"] != nil {
+            try suite.set(option("value"), forKey: option("key"))
+            say("set")
+            try suite.compact()
+        } else {
+            try suite.set(option("value"), forKey: option("key"))
+        }
+        say("finished")
+    } catch {
+        say(report(error))
+    }
+
+case "hold-lock":
+    // Takes the exclusive lock inside a transaction and keeps it until killed.
+    try? suite.update { tx in
+        try tx.set("held", forKey: "holder")
+        say("holding")
+        forever()
+    }
+
+case "get":
+    let key = option("key")
+    say(suite.storedValue(forKey: key).map { "value \($0)" } ?? "absent")
+
+case "try-set":
+    // Tries to store a string of SIZE bytes (or VALUE) and reports the outcome.
+    let key = option("key")
+    let value = options["size"].flatMap(Int.init).map { String(repeating: "x", count: $0) } ?? option("value")
+    do {
+        try suite.set(value, forKey: key)
+        say("ok")
+    } catch {
+        say(report(error))
+    }
+
+case "set-if-absent":
+    // Waits for a line on standard input (a start signal), then races to set KEY.
+    var byte: UInt8 = 0
+    _ = read(STDIN_FILENO, &byte, 1)
+    do {
+        let stored = try suite.setIfAbsent(option("value"), forKey: option("key"))
+        say("stored \(stored)")
+    } catch {
+        say(report(error))
+    }
+
+default:
+    fail("unknown command \(command)")
+}
+withExtendedLifetime(diagnostics) {}
