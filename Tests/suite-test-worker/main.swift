@@ -63,15 +63,18 @@ let command = options.command
 func option(_ name: String) -> String { options.string(name) }
 func number(_ name: String) -> Int { options.number(name) }
 
-// Exit when the parent goes away (it holds the other end of our standard input).
-var inputStatus = stat()
-if fstat(STDIN_FILENO, &inputStatus) == 0 && inputStatus.st_mode & S_IFMT == S_IFIFO {
-    Thread {
-        var byte: UInt8 = 0
-        while read(STDIN_FILENO, &byte, 1) > 0 {}
-        _exit(0)
-    }.start()
-}
+// Standard input carries start signals, one per line. When it is a pipe, the worker
+// exits as soon as it closes: the parent, which holds the other end, went away.
+let inputLines = DispatchSemaphore(value: 0)
+Thread {
+    var status = stat()
+    let isPipe = fstat(STDIN_FILENO, &status) == 0 && status.st_mode & S_IFMT == S_IFIFO
+    var byte: UInt8 = 0
+    while read(STDIN_FILENO, &byte, 1) > 0 {
+        if byte == 10 { inputLines.signal() }
+    }
+    if isPipe { _exit(0) }
+}.start()
 
 if let limit = options["file-size-limit"].flatMap(Int.init) {
     signal(SIGXFSZ, SIG_IGN)
@@ -89,7 +92,9 @@ let diagnostics = SuiteDiagnostics.observe { diagnostic in
 
 let suite: Suite
 do {
-    suite = try Suite(named: option("suite"), directory: URL(fileURLWithPath: option("dir")))
+    var suiteOptions = Suite.Options()
+    if let slack = options["compaction-slack"].flatMap(Int.init) { suiteOptions.compactionSlack = slack }
+    suite = try Suite(named: option("suite"), directory: URL(fileURLWithPath: option("dir")), options: suiteOptions)
 } catch {
     say(report(error))
     exit(0)
@@ -219,8 +224,7 @@ case "try-set":
 
 case "set-if-absent":
     // Waits for a line on standard input (a start signal), then races to set KEY.
-    var byte: UInt8 = 0
-    _ = read(STDIN_FILENO, &byte, 1)
+    inputLines.wait()
     do {
         let stored = try suite.setIfAbsent(option("value"), forKey: option("key"))
         say("stored \(stored)")

@@ -1,5 +1,3 @@
-import CSuiteDefaults
-
 /// The 32 bytes at the start of a data file.
 ///
 ///     8 bytes magic 89 53 44 46 0D 0A 1A 0A ("\x89SDF\r\n\x1a\n") | u16 version |
@@ -22,7 +20,7 @@ enum DataFileHeader {
         writer.append(littleEndian: UInt32(0))
         writer.append(littleEndian: fileID)
         writer.append(littleEndian: UInt32(0))
-        let checksum = writer.bytes.withUnsafeBytes { sd_crc32c(0, $0.baseAddress!, 28) }
+        let checksum = writer.bytes.withUnsafeBytes { CRC32C.checksum(UnsafeRawBufferPointer(rebasing: $0[..<28])) }
         writer.append(littleEndian: checksum)
         return writer.bytes
     }
@@ -41,7 +39,7 @@ enum DataFileHeader {
         guard buffer.count >= magic.count, buffer.prefix(magic.count).elementsEqual(magic) else { return .foreign }
         guard buffer.count >= size else { return .damaged }
         let checksum = UInt32(littleEndian: buffer.loadUnaligned(fromByteOffset: 28, as: UInt32.self))
-        guard checksum == sd_crc32c(0, buffer.baseAddress!, 28) else { return .damaged }
+        guard checksum == CRC32C.checksum(UnsafeRawBufferPointer(rebasing: buffer[..<28])) else { return .damaged }
         let version = UInt16(littleEndian: buffer.loadUnaligned(fromByteOffset: 8, as: UInt16.self))
         guard version == Self.version else { return .unsupported(version: version) }
         let fileID = UInt64(littleEndian: buffer.loadUnaligned(fromByteOffset: 16, as: UInt64.self))

@@ -1,5 +1,3 @@
-import CSuiteDefaults
-
 /// One change inside a record.
 enum Operation: Equatable, Sendable {
     /// `size` is the encoded size of `value`, known from measuring or decoding it.
@@ -86,9 +84,7 @@ enum RecordFormat {
             }
         }
         writer.patch(littleEndian: UInt32(writer.count - headerSize), at: 4)
-        let checksum = writer.bytes.withUnsafeBytes { raw in
-            sd_crc32c(0, raw.baseAddress! + 4, raw.count - 4)
-        }
+        let checksum = writer.bytes.withUnsafeBytes { CRC32C.checksum(UnsafeRawBufferPointer(rebasing: $0[4...])) }
         writer.append(littleEndian: checksum)
         return writer.bytes
     }
@@ -113,7 +109,7 @@ enum RecordFormat {
         let end = offset + overhead + payloadLength
         if end > limit { return .incomplete }
         let stored = UInt32(littleEndian: buffer.loadUnaligned(fromByteOffset: end - 4, as: UInt32.self))
-        let computed = sd_crc32c(0, buffer.baseAddress! + offset + 4, end - 4 - (offset + 4))
+        let computed = CRC32C.checksum(UnsafeRawBufferPointer(rebasing: buffer[(offset + 4)..<(end - 4)]))
         guard stored == computed else {
             return .invalid(FormatError(reason: "record checksum mismatch", offset: offset))
         }

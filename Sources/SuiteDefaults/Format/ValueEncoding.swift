@@ -36,7 +36,10 @@ enum ValueEncoding {
             return 9
         case .bool:
             return 1
-        case .data(let data), .json(let data):
+        case .data(let data):
+            return 1 + ByteWriter.varintSize(UInt64(data.count)) + data.count
+        case .json(let data):
+            guard (try? JSONParser.parse([UInt8](data))) != nil else { throw Problem(reason: "the encoded value is not valid JSON") }
             return 1 + ByteWriter.varintSize(UInt64(data.count)) + data.count
         case .array(let elements):
             var size = 1 + ByteWriter.varintSize(UInt64(elements.count))

@@ -11,10 +11,10 @@ struct NeedsExclusiveLock: Error {}
 /// through `SuiteStore`'s mutex, which hands it to one thread at a time.
 final class StoreState: @unchecked Sendable {
     let files: SuiteFiles
-    let lockFile: FileDescriptor
+    private(set) var lockFile: FileDescriptor
     /// Nil only for a read-only suite whose lock file is too short to map.
-    let header: SharedHeader?
-    let writable: Bool
+    private(set) var header: SharedHeader?
+    private(set) var writable: Bool
     var dataFile: FileDescriptor?
     var contents = SuiteContents()
 
@@ -37,14 +37,17 @@ final class StoreState: @unchecked Sendable {
     /// Takes ownership of `files.directory`, closing it if the suite cannot be opened.
     init(files: SuiteFiles) throws {
         self.files = files
-        let lockFile: FileDescriptor
-        let writable: Bool
         do {
-            (lockFile, writable) = try files.openLockFile()
+            (lockFile, header, writable) = try Self.openLock(files)
         } catch {
             files.directory.close()
             throw error
         }
+    }
+
+    /// Opens and maps the lock file.
+    private static func openLock(_ files: SuiteFiles) throws -> (FileDescriptor, SharedHeader?, Bool) {
+        let (lockFile, writable) = try files.openLockFile()
         var header: SharedHeader?
         if (try? lockFile.status())?.size ?? 0 >= SharedHeader.size {
             let protection = writable ? PROT_READ | PROT_WRITE : PROT_READ
@@ -53,13 +56,10 @@ final class StoreState: @unchecked Sendable {
         }
         if writable && header == nil {
             lockFile.close()
-            files.directory.close()
             throw SuiteError(.ioFailure, suite: files.suite, path: files.directory.pathOf(files.lockName), errno: errno,
                              message: "Could not map the suite's lock file into memory; the file system may not support shared mappings.")
         }
-        self.lockFile = lockFile
-        self.header = header
-        self.writable = writable
+        return (lockFile, header, writable)
     }
 
     deinit {
@@ -81,11 +81,32 @@ final class StoreState: @unchecked Sendable {
     func withFileLock<R>(_ kind: FileDescriptor.LockKind, _ body: () throws -> R) throws -> R {
         do {
             try lockFile.lock(kind, path: files.directory.pathOf(files.lockName))
+            // A lock on a lock file that lost its name excludes no newcomer, who opens
+            // the new file by that name: follow the name.
+            while try lockFile.status().linkCount == 0 {
+                try replaceUnlinkedLockFile()
+                try lockFile.lock(kind, path: files.directory.pathOf(files.lockName))
+            }
         } catch {
             throw files.error(error, doing: "lock the suite")
         }
         defer { lockFile.unlock() }
         return try body()
+    }
+
+    /// Someone deleted or replaced the lock file while this process had it open.
+    /// Moves every process still on the old file to the new one: a change of the old
+    /// generation sends their readers to the slow path, where they see the same.
+    private func replaceUnlinkedLockFile() throws {
+        if writable, let header { header.publish(generation: header.generation &+ 2) }
+        let (newLock, newHeader, newWritable) = try Self.openLock(files)
+        lockFile.unlock()
+        if let header { munmap(header.base, SharedHeader.size) }
+        lockFile.close()
+        lockFile = newLock
+        header = newHeader
+        writable = newWritable
+        view.isLoaded = false
     }
 
     // MARK: Reading
@@ -138,16 +159,17 @@ final class StoreState: @unchecked Sendable {
         } else if length > view.length {
             try readRecords(from: view.length, to: length, exclusive: exclusive)
         }
-        // With no commit in progress the file ends exactly at the committed length;
-        // anything else was done to it without the lock (bytes appended, the file cut).
+        // With no commit in progress the file ends exactly at the committed length,
+        // and still has its name; anything else was done to it without the lock
+        // (bytes appended, the file cut, deleted or replaced).
         if let dataFile, generation & 1 == 0 {
-            let size: Int
+            let status: FileStatus
             do {
-                size = try dataFile.status().size
+                status = try dataFile.status()
             } catch {
                 throw files.error(error, doing: "inspect the suite file")
             }
-            if size != length { return try damageFound(exclusive: exclusive) }
+            if status.size != length || status.linkCount == 0 { return try damageFound(exclusive: exclusive) }
         }
         view = View(generation: generation, dataFileID: fileID, length: length, isLoaded: true)
     }

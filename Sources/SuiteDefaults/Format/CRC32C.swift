@@ -1,0 +1,10 @@
+import CSuiteDefaults
+
+/// CRC-32C (Castagnoli), the checksum of every record and file header.
+enum CRC32C {
+    /// The checksum of `bytes`; pass a previous result as `crc` to continue it.
+    static func checksum(_ bytes: UnsafeRawBufferPointer, continuing crc: UInt32 = 0) -> UInt32 {
+        guard let base = bytes.baseAddress else { return crc }
+        return sd_crc32c(crc, base, bytes.count)
+    }
+}

@@ -1,0 +1,148 @@
+import Foundation
+import Testing
+@testable import SuiteDefaults
+
+@Suite("The file format")
+struct FormatTests {
+    @Test func crc32cMatchesTheStandardCheckValues() {
+        func crc(_ text: String) -> UInt32 { Array(text.utf8).withUnsafeBytes { CRC32C.checksum($0) } }
+        #expect(crc("123456789") == 0xE306_9283)
+        #expect(crc("") == 0)
+        #expect(Array(repeating: UInt8(0), count: 32).withUnsafeBytes { CRC32C.checksum($0) } == 0x8A91_36AA)
+        #expect(Array(repeating: UInt8(0xFF), count: 32).withUnsafeBytes { CRC32C.checksum($0) } == 0x62A8_AB43)
+        // In pieces, as in one go.
+        let whole = Array("The quick brown fox jumps over the lazy dog".utf8)
+        let split = whole.withUnsafeBytes { buffer in
+            CRC32C.checksum(UnsafeRawBufferPointer(rebasing: buffer[13...]),
+                            continuing: CRC32C.checksum(UnsafeRawBufferPointer(rebasing: buffer[..<13])))
+        }
+        #expect(split == whole.withUnsafeBytes { CRC32C.checksum($0) })
+    }
+
+    @Test(arguments: [0, 1, 127, 128, 300, 16383, 16384, 1 << 32, UInt64.max])
+    func varintsRoundTrip(_ value: UInt64) throws {
+        var writer = ByteWriter()
+        writer.appendVarint(value)
+        #expect(writer.count == ByteWriter.varintSize(value))
+        let (decoded, atEnd) = try writer.bytes.withUnsafeBytes { buffer in
+            var reader = ByteReader(buffer)
+            return (try reader.readVarint(), reader.isAtEnd)
+        }
+        #expect(decoded == value)
+        #expect(atEnd)
+    }
+
+    @Test func overlongVarintsAreRejected() {
+        let bytes = [UInt8](repeating: 0xFF, count: 11)
+        bytes.withUnsafeBytes { buffer in
+            var reader = ByteReader(buffer)
+            #expect(throws: FormatError.self) { try reader.readVarint() }
+        }
+    }
+
+    static let samples: [SuiteValue] = [
+        "", "héllo wörld ✓", .integer(0), .integer(Int.min), .integer(Int.max), .double(-0.0), .double(1e-300),
+        .double(.greatestFiniteMagnitude), true, false, .data(Data()), .data(Data((0...255).map { UInt8($0) })),
+        .date(Date(timeIntervalSinceReferenceDate: -1e9 + 0.123)), [], [1, "two", [3.0]], [:],
+        ["a": ["b": ["c": .data(Data([1]))]]], .json(Data("{\"value\":68901.23}".utf8)),
+    ]
+
+    @Test(arguments: samples)
+    func valuesRoundTripThroughTheEncoding(_ value: SuiteValue) throws {
+        var writer = ByteWriter()
+        ValueEncoding.encode(value, into: &writer)
+        #expect(try ValueEncoding.measure(value) == writer.count)
+        let (decoded, atEnd) = try writer.bytes.withUnsafeBytes { buffer in
+            var reader = ByteReader(buffer)
+            return (try ValueEncoding.decode(from: &reader), reader.isAtEnd)
+        }
+        #expect(decoded == value)
+        #expect(atEnd)
+    }
+
+    @Test func recordsRoundTripAndEveryCutIsIncomplete() throws {
+        let record = Record(kind: .transaction, sequence: 9, timestamp: 1_700_000_000_000_000_000, pid: 4242, operations: [
+            .set(key: "units.system", value: "imperial", size: try ValueEncoding.measure("imperial")),
+            .remove(key: "old"), .removeAll,
+        ])
+        let bytes = RecordFormat.encode(record)
+        bytes.withUnsafeBytes { buffer in
+            guard case .record(let decoded, let end) = RecordFormat.parse(buffer, at: 0, limit: buffer.count) else {
+                Issue.record("the record did not parse")
+                return
+            }
+            #expect(end == bytes.count)
+            #expect(decoded.operations == record.operations)
+            #expect(decoded.sequence == 9 && decoded.pid == 4242 && decoded.timestamp == record.timestamp)
+            for cut in 1..<bytes.count {
+                guard case .incomplete = RecordFormat.parse(buffer, at: 0, limit: cut) else {
+                    Issue.record("a record cut at \(cut) bytes must read as incomplete")
+                    return
+                }
+            }
+        }
+    }
+
+    @Test func snapshotsMayNotRemove() {
+        let bytes = RecordFormat.encode(Record(kind: .snapshot, sequence: 1, timestamp: 0, pid: 1, operations: [.remove(key: "k")]))
+        bytes.withUnsafeBytes { buffer in
+            guard case .invalid = RecordFormat.parse(buffer, at: 0, limit: buffer.count) else {
+                Issue.record("a snapshot with a removal must be invalid")
+                return
+            }
+        }
+    }
+
+    /// A valid file with a few records, as a seed for mutation.
+    static func seedFile() throws -> [UInt8] {
+        var bytes = DataFileHeader.encode(fileID: 0x1234)
+        for sequence in 1...6 {
+            let value: SuiteValue = sequence % 2 == 0 ? ["list": [1, 2, .data(Data([9]))]] : .string("value \(sequence)")
+            bytes += RecordFormat.encode(Record(kind: .transaction, sequence: UInt64(sequence), timestamp: 0, pid: 1, operations: [
+                .set(key: "k\(sequence % 3)", value: value, size: try ValueEncoding.measure(value)),
+            ]))
+        }
+        return bytes
+    }
+
+    @Test func scanningMutatedFilesNeverTrapsAndNeverInventsRecords() throws {
+        let seed = try Self.seedFile()
+        let intact = try seed.withUnsafeBytes { try DataFileScan.scan($0, committedLength: seed.count) }
+        #expect(intact.verdict == .intact)
+        #expect(intact.recordCount == 6)
+        var generator = SplitMix64(seed: 0x5EED)
+        for round in 0..<3000 {
+            var bytes = seed
+            switch round % 4 {
+            case 0:
+                for _ in 0...(generator.next() % 4) { bytes[Int(generator.next() % UInt64(bytes.count))] ^= UInt8(truncatingIfNeeded: generator.next() | 1) }
+            case 1:
+                bytes.removeLast(Int(generator.next() % UInt64(bytes.count)))
+            case 2:
+                bytes += (0..<(generator.next() % 64)).map { _ in UInt8(truncatingIfNeeded: generator.next()) }
+            default:
+                let start = Int(generator.next() % UInt64(bytes.count))
+                let length = min(bytes.count - start, Int(generator.next() % 64))
+                bytes.replaceSubrange(start..<(start + length), with: (0..<length).map { _ in UInt8(truncatingIfNeeded: generator.next()) })
+            }
+            let scan = try? bytes.withUnsafeBytes { try DataFileScan.scan($0, committedLength: nil) }
+            if let scan {
+                #expect(scan.recordCount <= 6, "round \(round) found records that were never written")
+                if bytes == seed { #expect(scan.verdict == .intact) }
+            }
+        }
+    }
+}
+
+/// A small deterministic generator, so that a failing round can be replayed.
+struct SplitMix64: RandomNumberGenerator {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
