@@ -51,6 +51,13 @@ public final class Suite: SuiteWritable, Sendable {
         self.store = try StoreRegistry.store(named: name, directoryPath: directory.path, sharing: options.sharing)
     }
 
+    /// Checks a suite name without opening anything.
+    ///
+    /// - Throws: `SuiteError` `.invalidSuiteName`, saying what is wrong with it.
+    public static func validate(name: String) throws {
+        try Validation.checkSuiteName(name)
+    }
+
     // MARK: Reading
 
     /// The value stored for `key`, ignoring registered defaults; nil when absent.

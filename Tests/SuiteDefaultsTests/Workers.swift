@@ -18,6 +18,11 @@ enum Products {
 func startWorker(
     _ command: String, in directory: TemporaryDirectory, suite: String, _ options: [String: String] = [:]
 ) throws -> ChildProcess {
+    try startWorker(command, at: directory.url, suite: suite, options)
+}
+
+/// Starts the worker on a suite in `directory`, which the caller keeps and removes.
+func startWorker(_ command: String, at directory: URL, suite: String, _ options: [String: String] = [:]) throws -> ChildProcess {
     var arguments = [command, "--dir", directory.path, "--suite", suite]
     for (key, value) in options.sorted(by: { $0.key < $1.key }) { arguments += ["--\(key)", value] }
     return try ChildProcess(executable: Products.path("suite-test-worker"), arguments: arguments)

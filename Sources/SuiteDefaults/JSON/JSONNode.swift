@@ -19,25 +19,29 @@ enum JSONNode: Equatable {
         }
     }
 
-    /// Compact JSON text.
-    func write(to output: inout String) {
+    /// JSON text: compact when `indent` is nil, else one member per line.
+    func write(to output: inout String, indent: String? = nil) {
+        let inner = indent.map { $0 + "  " }
+        let separator = inner.map { ",\n" + $0 } ?? ","
         switch self {
         case .object(let members):
-            output += "{"
+            guard !members.isEmpty else { output += "{}"; return }
+            output += "{" + (inner.map { "\n" + $0 } ?? "")
             for (index, member) in members.enumerated() {
-                if index > 0 { output += "," }
+                if index > 0 { output += separator }
                 JSONNode.writeString(member.key, to: &output)
-                output += ":"
-                member.value.write(to: &output)
+                output += inner == nil ? ":" : ": "
+                member.value.write(to: &output, indent: inner)
             }
-            output += "}"
+            output += (indent.map { "\n" + $0 } ?? "") + "}"
         case .array(let elements):
-            output += "["
+            guard !elements.isEmpty else { output += "[]"; return }
+            output += "[" + (inner.map { "\n" + $0 } ?? "")
             for (index, element) in elements.enumerated() {
-                if index > 0 { output += "," }
-                element.write(to: &output)
+                if index > 0 { output += separator }
+                element.write(to: &output, indent: inner)
             }
-            output += "]"
+            output += (indent.map { "\n" + $0 } ?? "") + "]"
         case .string(let string):
             JSONNode.writeString(string, to: &output)
         case .number(let text):
@@ -49,9 +53,11 @@ enum JSONNode: Equatable {
         }
     }
 
-    var text: String {
+    var text: String { text(pretty: false) }
+
+    func text(pretty: Bool) -> String {
         var output = ""
-        write(to: &output)
+        write(to: &output, indent: pretty ? "" : nil)
         return output
     }
 

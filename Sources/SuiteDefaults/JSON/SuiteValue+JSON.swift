@@ -12,9 +12,10 @@ extension SuiteValue {
         case typed
     }
 
-    /// The value as JSON text, with dictionary keys sorted.
-    public func jsonText(style: JSONStyle = .plain) -> String {
-        jsonNode(style: style).text
+    /// The value as JSON text, with dictionary keys sorted; `pretty` puts each
+    /// member on a line of its own.
+    public func jsonText(style: JSONStyle = .plain, pretty: Bool = false) -> String {
+        jsonNode(style: style).text(pretty: pretty)
     }
 
     func jsonNode(style: JSONStyle) -> JSONNode {

@@ -8,7 +8,6 @@ extension StoreState {
     /// writer died inside a commit (odd generation), and when damage was found.
     func rebuild() throws {
         guard let header else { throw NeedsExclusiveLock() }
-        let trustedLength = header.isValid ? header.committedLength : nil
         let interruptedBy = header.isValid && header.generation & 1 == 1 ? header.committerPID : nil
         let previousSequence = header.isValid ? header.lastSequence : 0
         files.removeStaleTemporaryFiles()
@@ -42,6 +41,10 @@ extension StoreState {
             return
         }
 
+        // The committed length describes one file: after a compaction killed between
+        // its rename and the header update, the file on disk is the new one.
+        let describesThisFile = bytes.withUnsafeBytes { DataFileHeader.decode($0) } == .valid(fileID: header.dataFileID)
+        let trustedLength = header.isValid && describesThisFile ? header.committedLength : nil
         let scan: DataFileScan
         do {
             scan = try scanRefusingForeign(bytes, committedLength: trustedLength)
