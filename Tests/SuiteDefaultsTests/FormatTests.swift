@@ -146,3 +146,13 @@ struct SplitMix64: RandomNumberGenerator {
         return z ^ (z >> 31)
     }
 }
+
+@Suite("The magic numbers spell what the format document says")
+struct MagicTests {
+    @Test func magicBytes() {
+        #expect(withUnsafeBytes(of: SharedHeader.magic.littleEndian) { Array($0) } == Array("SUITELK1".utf8))
+        #expect(withUnsafeBytes(of: RecordFormat.magic.littleEndian) { Array($0) } == Array("SDR1".utf8))
+        #expect(RecordFormat.magicBytes == Array("SDR1".utf8))
+        #expect(DataFileHeader.magic == [0x89] + Array("SDF\r\n".utf8) + [0x1A, 0x0A])
+    }
+}

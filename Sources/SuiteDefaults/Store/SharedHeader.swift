@@ -17,7 +17,7 @@ import Glibc
 /// mid-commit leaves an odd generation behind and the next writer repairs the file.
 struct SharedHeader {
     static let size = 4096
-    static let magic: UInt64 = 0x3147_4B4C_4554_4955  // the bytes "SUITELK1"
+    static let magic: UInt64 = 0x314B_4C45_5449_5553  // the bytes "SUITELK1"
 
     let base: UnsafeMutableRawPointer
 
