@@ -32,6 +32,8 @@ public final class ChildProcess: @unchecked Sendable {
     private var consumed = 0
     private var termination: Termination?
     private var outputClosed = false
+    private var errorClosed = false
+    private var inputOpen = true
 
     /// Starts `executable` with `arguments`; its standard input, output and error are
     /// pipes to this process.
@@ -107,6 +109,8 @@ public final class ChildProcess: @unchecked Sendable {
             if isOutput {
                 if !pending.isEmpty { outputLines.append(String(decoding: pending, as: UTF8.self)) }
                 outputClosed = true
+            } else {
+                errorClosed = true
             }
             condition.broadcast()
             condition.unlock()
@@ -179,12 +183,20 @@ public final class ChildProcess: @unchecked Sendable {
 
     /// Writes to the child's standard input.
     public func send(_ text: String) {
+        condition.lock()
+        defer { condition.unlock() }
+        guard inputOpen else { return }
         _ = text.withCString { write(standardInput, $0, strlen($0)) }
     }
 
-    /// Closes the child's standard input.
+    /// Closes the child's standard input. Closing twice would close whatever
+    /// descriptor reused the number in between, so only the first call closes.
     public func closeInput() {
-        close(standardInput)
+        condition.lock()
+        let open = inputOpen
+        inputOpen = false
+        condition.unlock()
+        if open { close(standardInput) }
     }
 
     public func signal(_ signal: CInt) {
@@ -194,14 +206,15 @@ public final class ChildProcess: @unchecked Sendable {
         if running { _ = Glibc.kill(pid, signal) }
     }
 
-    /// Waits for the process to end and for its output to be read; nil if it has
-    /// not ended by the deadline.
+    /// Waits for the process to end and for all of its output and error output to
+    /// be read; nil if that has not happened by the deadline.
     @discardableResult
     public func wait(timeout: Duration) -> Termination? {
         var ended: Termination?
         _ = waitUntil(timeout) {
+            guard termination != nil && outputClosed && errorClosed else { return false }
             ended = termination
-            return termination != nil && outputClosed
+            return true
         }
         return ended
     }
@@ -221,7 +234,7 @@ public final class ChildProcess: @unchecked Sendable {
             _ = Glibc.kill(pid, SIGKILL)
             _ = wait(timeout: .seconds(30))
         }
-        close(standardInput)
+        closeInput()
     }
 }
 
