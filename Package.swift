@@ -7,6 +7,7 @@ let package = Package(
     products: [
         .library(name: "SuiteDefaults", targets: ["SuiteDefaults"]),
         .executable(name: "suite-defaults", targets: ["suite-defaults"]),
+        .executable(name: "suite-watch", targets: ["suite-watch"]),
     ],
     targets: [
         // The few things Swift cannot reach directly: atomics on shared memory and
@@ -23,6 +24,9 @@ let package = Package(
         // A `defaults`-style command-line tool over the library.
         .executableTarget(name: "suite-defaults", dependencies: ["SuiteDefaults"]),
 
+        // Prints the changes of suites as they happen, from any process.
+        .executableTarget(name: "suite-watch", dependencies: ["SuiteDefaults"]),
+
         // The worker that multi-process tests spawn as real child processes.
         .executableTarget(
             name: "suite-test-worker",
@@ -31,7 +35,7 @@ let package = Package(
         ),
         .testTarget(
             name: "SuiteDefaultsTests",
-            dependencies: ["SuiteDefaults", "ChildProcess", "suite-test-worker", "suite-defaults"]
+            dependencies: ["SuiteDefaults", "ChildProcess", "suite-test-worker", "suite-defaults", "suite-watch"]
         ),
     ],
     swiftLanguageModes: [.v6]

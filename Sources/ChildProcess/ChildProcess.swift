@@ -6,7 +6,7 @@ import Glibc
 /// SIGKILL and `waitpid`.
 ///
 /// Every wait takes a deadline, so a test waits for events, never for time.
-public final class ChildProcess: @unchecked Sendable {
+public final class ChildProcess: Sendable {
     /// How a process ended.
     public enum Termination: Equatable, Sendable, CustomStringConvertible {
         case exited(Int32)
@@ -20,20 +20,44 @@ public final class ChildProcess: @unchecked Sendable {
         }
     }
 
+    /// What the reader and reaper threads share with the owner. The threads hold only
+    /// this, never the `ChildProcess`, so that the owner's deinit (which kills and
+    /// reaps) runs as soon as the owner lets go, even while the child still runs.
+    private final class Shared: @unchecked Sendable {
+        // Everything below is guarded by `condition`.
+        let condition = NSCondition()
+        var outputLines: [String] = []
+        var errorText = ""
+        var consumed = 0
+        var termination: Termination?
+        var outputClosed = false
+        var errorClosed = false
+        var inputOpen = true
+
+        /// Waits until `ready` holds, or the deadline passes; returns whether it holds.
+        func waitUntil(_ timeout: Duration, _ ready: () -> Bool) -> Bool {
+            let deadline = Date().addingTimeInterval(timeout.seconds)
+            condition.lock()
+            defer { condition.unlock() }
+            while !ready() {
+                if !condition.wait(until: deadline) { return ready() }
+            }
+            return true
+        }
+
+        func locked<R>(_ body: () -> R) -> R {
+            condition.lock()
+            defer { condition.unlock() }
+            return body()
+        }
+    }
+
     private static let spawnLock = NSLock()
 
     public let pid: pid_t
     public let executable: String
     private let standardInput: CInt
-    // Guarded by `condition`.
-    private let condition = NSCondition()
-    private var outputLines: [String] = []
-    private var errorText = ""
-    private var consumed = 0
-    private var termination: Termination?
-    private var outputClosed = false
-    private var errorClosed = false
-    private var inputOpen = true
+    private let shared = Shared()
 
     /// Starts `executable` with `arguments`; its standard input, output and error are
     /// pipes to this process.
@@ -77,13 +101,13 @@ public final class ChildProcess: @unchecked Sendable {
         }
         pid = child
         standardInput = input[1]
-        startReading(output[0], isOutput: true)
-        startReading(error[0], isOutput: false)
-        startReaping()
+        Self.startReading(output[0], isOutput: true, shared)
+        Self.startReading(error[0], isOutput: false, shared)
+        Self.startReaping(child, shared)
     }
 
-    private func startReading(_ descriptor: CInt, isOutput: Bool) {
-        let thread = Thread { [self] in
+    private static func startReading(_ descriptor: CInt, isOutput: Bool, _ shared: Shared) {
+        let thread = Thread {
             var pending = [UInt8]()
             var buffer = [UInt8](repeating: 0, count: 65536)
             while true {
@@ -91,68 +115,57 @@ public final class ChildProcess: @unchecked Sendable {
                 if count < 0 && errno == EINTR { continue }
                 if count <= 0 { break }
                 pending += buffer[0..<count]
-                condition.lock()
-                if isOutput {
-                    while let newline = pending.firstIndex(of: 10) {
-                        outputLines.append(String(decoding: pending[..<newline], as: UTF8.self))
-                        pending.removeSubrange(...newline)
+                shared.locked {
+                    if isOutput {
+                        while let newline = pending.firstIndex(of: 10) {
+                            shared.outputLines.append(String(decoding: pending[..<newline], as: UTF8.self))
+                            pending.removeSubrange(...newline)
+                        }
+                    } else {
+                        shared.errorText += String(decoding: pending, as: UTF8.self)
+                        pending.removeAll()
                     }
-                } else {
-                    errorText += String(decoding: pending, as: UTF8.self)
-                    pending.removeAll()
+                    shared.condition.broadcast()
                 }
-                condition.broadcast()
-                condition.unlock()
             }
             close(descriptor)
-            condition.lock()
-            if isOutput {
-                if !pending.isEmpty { outputLines.append(String(decoding: pending, as: UTF8.self)) }
-                outputClosed = true
-            } else {
-                errorClosed = true
+            shared.locked {
+                if isOutput {
+                    if !pending.isEmpty { shared.outputLines.append(String(decoding: pending, as: UTF8.self)) }
+                    shared.outputClosed = true
+                } else {
+                    shared.errorClosed = true
+                }
+                shared.condition.broadcast()
             }
-            condition.broadcast()
-            condition.unlock()
         }
         thread.start()
     }
 
-    private func startReaping() {
-        let thread = Thread { [self] in
+    private static func startReaping(_ pid: pid_t, _ shared: Shared) {
+        let thread = Thread {
             var status: CInt = 0
             while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
             let ended: Termination = status & 0x7F == 0 ? .exited((status >> 8) & 0xFF) : .signaled(status & 0x7F)
-            condition.lock()
-            termination = ended
-            condition.broadcast()
-            condition.unlock()
+            shared.locked {
+                shared.termination = ended
+                shared.condition.broadcast()
+            }
         }
         thread.start()
-    }
-
-    /// Waits until `ready` holds for the state, or the deadline passes.
-    private func waitUntil(_ timeout: Duration, _ ready: () -> Bool) -> Bool {
-        let deadline = Date().addingTimeInterval(timeout.seconds)
-        condition.lock()
-        defer { condition.unlock() }
-        while !ready() {
-            if !condition.wait(until: deadline) { return ready() }
-        }
-        return true
     }
 
     /// The next line of standard output not yet returned, waiting for it until the
     /// deadline; nil if none came (or the output ended).
     public func nextLine(timeout: Duration) -> String? {
         var line: String?
-        _ = waitUntil(timeout) {
-            if consumed < outputLines.count {
-                line = outputLines[consumed]
-                consumed += 1
+        _ = shared.waitUntil(timeout) {
+            if shared.consumed < shared.outputLines.count {
+                line = shared.outputLines[shared.consumed]
+                shared.consumed += 1
                 return true
             }
-            return outputClosed
+            return shared.outputClosed
         }
         return line
     }
@@ -167,43 +180,50 @@ public final class ChildProcess: @unchecked Sendable {
         return nil
     }
 
-    /// Every line of standard output so far.
-    public var lines: [String] {
-        condition.lock()
-        defer { condition.unlock() }
-        return outputLines
+    /// Waits until standard error contains `text`; false at the deadline.
+    public func waitForError(containing text: String, timeout: Duration) -> Bool {
+        shared.waitUntil(timeout) {
+            shared.errorText.contains(text) || (shared.errorClosed && shared.termination != nil)
+        } && standardError.contains(text)
     }
 
+    /// Every line of standard output so far.
+    public var lines: [String] { shared.locked { shared.outputLines } }
+
     /// Everything written to standard error so far.
-    public var standardError: String {
-        condition.lock()
-        defer { condition.unlock() }
-        return errorText
-    }
+    public var standardError: String { shared.locked { shared.errorText } }
 
     /// Writes to the child's standard input.
     public func send(_ text: String) {
-        condition.lock()
-        defer { condition.unlock() }
-        guard inputOpen else { return }
-        _ = text.withCString { write(standardInput, $0, strlen($0)) }
+        shared.locked {
+            guard shared.inputOpen else { return }
+            _ = text.withCString { write(standardInput, $0, strlen($0)) }
+        }
     }
 
     /// Closes the child's standard input. Closing twice would close whatever
     /// descriptor reused the number in between, so only the first call closes.
     public func closeInput() {
-        condition.lock()
-        let open = inputOpen
-        inputOpen = false
-        condition.unlock()
+        let open = shared.locked {
+            defer { shared.inputOpen = false }
+            return shared.inputOpen
+        }
         if open { close(standardInput) }
     }
 
+    /// Sends a signal, unless the process was already reaped (its pid may be reused).
     public func signal(_ signal: CInt) {
-        condition.lock()
-        let running = termination == nil
-        condition.unlock()
-        if running { _ = Glibc.kill(pid, signal) }
+        shared.locked {
+            if shared.termination == nil { _ = Glibc.kill(pid, signal) }
+        }
+    }
+
+    /// The process's state letter from /proc (R running, S sleeping, T stopped, ...).
+    public var state: Character? {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+              let close = stat.lastIndex(of: ")")
+        else { return nil }
+        return stat[close...].dropFirst(2).first
     }
 
     /// Waits for the process to end and for all of its output and error output to
@@ -211,9 +231,9 @@ public final class ChildProcess: @unchecked Sendable {
     @discardableResult
     public func wait(timeout: Duration) -> Termination? {
         var ended: Termination?
-        _ = waitUntil(timeout) {
-            guard termination != nil && outputClosed && errorClosed else { return false }
-            ended = termination
+        _ = shared.waitUntil(timeout) {
+            guard shared.termination != nil && shared.outputClosed && shared.errorClosed else { return false }
+            ended = shared.termination
             return true
         }
         return ended
@@ -227,13 +247,7 @@ public final class ChildProcess: @unchecked Sendable {
     }
 
     deinit {
-        condition.lock()
-        let running = termination == nil
-        condition.unlock()
-        if running {
-            _ = Glibc.kill(pid, SIGKILL)
-            _ = wait(timeout: .seconds(30))
-        }
+        kill()
         closeInput()
     }
 }

@@ -39,4 +39,17 @@ public enum SuiteFaultInjection {
         let handler = handlers.withLock { $0[point.rawValue] }
         handler?(point)
     }
+
+    private static let simulatedOverflow = Atomic<Bool>(false)
+
+    /// Makes the change watcher treat its next wake-up as an inotify queue overflow,
+    /// as if events had been lost, for tests on machines where the queue limit
+    /// cannot be lowered.
+    public static func simulateWatcherOverflow() {
+        simulatedOverflow.store(true, ordering: .sequentiallyConsistent)
+    }
+
+    static func takeSimulatedOverflow() -> Bool {
+        simulatedOverflow.exchange(false, ordering: .sequentiallyConsistent)
+    }
 }

@@ -21,6 +21,10 @@ public struct SuiteDiagnostic: Sendable, CustomStringConvertible {
         case refreshFailed
         /// A stored value was not valid for its key's type and was treated as absent.
         case invalidStoredValue
+        /// The kernel's queue of change events overflowed, so events were lost; the
+        /// suite caught up from its file, and observers received every change still
+        /// in its journal (net changes beyond).
+        case changeEventsLost
     }
 
     public var kind: Kind

@@ -105,20 +105,3 @@ struct CrashTests {
         }
     }
 }
-
-/// Waits until /proc/locks shows `pid` blocked on an flock of the file at `path`.
-func waitForBlockedLock(on path: String, by pid: pid_t, within timeout: Duration) -> Bool {
-    var status = stat()
-    guard stat(path, &status) == 0 else { return false }
-    let deadline = ContinuousClock.now + timeout
-    while ContinuousClock.now < deadline {
-        let locks = (try? String(contentsOfFile: "/proc/locks", encoding: .utf8)) ?? ""
-        // A waiter's line reads: "1: -> FLOCK  ADVISORY  READ 1234 fd:01:123456 0 EOF".
-        for line in locks.split(separator: "\n") where line.contains("->") {
-            let fields = line.split(separator: " ")
-            if fields.contains(Substring("\(pid)")), fields.contains(where: { $0.hasSuffix(":\(status.st_ino)") }) { return true }
-        }
-        usleep(2000)
-    }
-    return false
-}

@@ -122,11 +122,14 @@ case "increment":
     say("done \(threads * count)")
 
 case "write-keys":
-    // Writes PREFIX.0 ... PREFIX.(COUNT-1), acknowledging each once set returned.
+    // Writes PREFIX.0 ... PREFIX.(COUNT-1) = 0 ... COUNT-1, acknowledging each once set
+    // returned; with --keys K, the values go to PREFIX.(n % K), so keys are overwritten.
     let prefix = option("prefix"), count = number("count")
+    let keys = options["keys"].flatMap(Int.init) ?? count
     for value in 0..<count {
-        do { try suite.set(value, forKey: "\(prefix).\(value)") } catch { fail("write-keys: \(error)") }
-        say("ack \(prefix).\(value)")
+        let key = "\(prefix).\(value % keys)"
+        do { try suite.set(value, forKey: key) } catch { fail("write-keys: \(error)") }
+        say("ack \(key)")
     }
     say("done")
 
@@ -195,6 +198,14 @@ case "pause":
             try suite.set(option("value"), forKey: option("key"))
         }
         say("finished")
+    } catch {
+        say(report(error))
+    }
+
+case "compact":
+    do {
+        try suite.compact()
+        say("compacted")
     } catch {
         say(report(error))
     }

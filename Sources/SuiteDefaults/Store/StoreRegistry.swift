@@ -25,6 +25,7 @@ enum StoreRegistry {
             directory.close()
             throw SuiteError(error, suite: name, doing: "inspect the suite directory")
         }
+        let identity = DirectoryIdentity(device: status.device, inode: status.inode)
         let key = Key(device: status.device, inode: status.inode, name: name)
         if let existing = stores.withLock({ $0[key]?.store }) {
             directory.close()
@@ -32,7 +33,7 @@ enum StoreRegistry {
         }
         // Opened outside the registry's lock: opening reads the file and may wait for
         // another process's lock.
-        let opened = try SuiteStore(name: name, directory: directory, sharing: sharing)
+        let opened = try SuiteStore(name: name, directory: directory, identity: identity, sharing: sharing)
         return stores.withLock { stores in
             if let raced = stores[key]?.store { return raced }
             stores = stores.filter { $0.value.store != nil }

@@ -55,7 +55,7 @@ extension StoreState {
         header.lastSequence = record.sequence
         header.publish(generation: generation + 2)
         SuiteFaultInjection.reach(.committed)
-        contents.apply(record)
+        apply(record)
         view = View(generation: generation + 2, dataFileID: view.dataFileID, length: start + bytes.count, isLoaded: true)
         compactIfNeeded(options: options, durable: durability == .durable)
     }
@@ -87,12 +87,20 @@ extension StoreState {
             throw files.error(error, doing: "create the suite file")
         }
         if durable { try? files.directory.synchronize() }
+        // Write through a descriptor opened by the file's own name: inotify reports a
+        // write under the name its descriptor was opened by, and the temporary name
+        // is about to go.
+        new.descriptor.close()
+        guard let descriptor = try files.openDataFile(writable: true) else {
+            throw SuiteError(.ioFailure, suite: suite, path: files.directory.pathOf(files.dataName),
+                             message: "The new suite file disappeared as it was created; nothing was written. Try again.")
+        }
         let generation = header.generation
         header.publish(generation: generation + 1)
         header.dataFileID = new.fileID
         header.committedLength = new.length
         header.publish(generation: generation + 2)
-        dataFile = new.descriptor
+        dataFile = descriptor
         view = View(generation: generation + 2, dataFileID: new.fileID, length: new.length, isLoaded: true)
     }
 

@@ -35,7 +35,7 @@ extension StoreState {
             }
             dataFile?.close()
             dataFile = nil
-            contents = SuiteContents()
+            replaceContents(with: SuiteContents())
             header.initialize(dataFileID: 0, committedLength: 0, lastSequence: previousSequence)
             view = View(generation: header.generation, dataFileID: 0, length: 0, isLoaded: true)
             return
@@ -78,7 +78,7 @@ extension StoreState {
         }
         dataFile?.close()
         dataFile = current.descriptor
-        contents = scan.contents
+        replaceContents(with: scan.contents)
         header.initialize(dataFileID: current.fileID, committedLength: current.length,
                           lastSequence: max(scan.contents.lastSequence, previousSequence))
         view = View(generation: header.generation, dataFileID: current.fileID, length: current.length, isLoaded: true)

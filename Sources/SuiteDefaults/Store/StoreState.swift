@@ -1,3 +1,4 @@
+import Foundation
 import Glibc
 
 /// Thrown inside the store when a shared lock is not enough: the file needs a repair
@@ -16,7 +17,9 @@ final class StoreState: @unchecked Sendable {
     private(set) var header: SharedHeader?
     private(set) var writable: Bool
     var dataFile: FileDescriptor?
-    var contents = SuiteContents()
+    /// The committed state as last read. Changed only through `apply(_:)` and
+    /// `replaceContents(with:)`, which report the changes to observers.
+    private(set) var contents = SuiteContents()
 
     /// What `contents` reflects, in the shared header's terms.
     struct View {
@@ -33,6 +36,11 @@ final class StoreState: @unchecked Sendable {
     var pendingDiagnostics: [SuiteDiagnostic] = []
     /// The last refresh failure reported, so a read that keeps failing reports once.
     var lastRefreshFailure: String?
+    /// The observers of this suite in this process. While there are none, no change
+    /// is computed: observing costs nothing until someone observes.
+    var observers: [UInt64: ObserverSink] = [:]
+    /// Changes found under the lock, handed to the observers in this order.
+    var pendingChanges: [SuiteChange] = []
 
     /// Takes ownership of `files.directory`, closing it if the suite cannot be opened.
     init(files: SuiteFiles) throws {
@@ -152,7 +160,7 @@ final class StoreState: @unchecked Sendable {
             if !view.isLoaded || view.dataFileID != 0 {
                 dataFile?.close()
                 dataFile = nil
-                contents = SuiteContents()
+                replaceContents(with: SuiteContents())
             }
         } else if fileID != view.dataFileID || length < view.length || dataFile == nil {
             try loadDataFile(expecting: fileID, length: length, exclusive: exclusive)
@@ -193,14 +201,56 @@ final class StoreState: @unchecked Sendable {
             descriptor.close()
             throw files.error(error, doing: "read the suite file")
         }
-        let scan = try? bytes.withUnsafeBytes { try DataFileScan.scan($0, committedLength: length) }
-        guard let scan, scan.verdict == .intact, scan.fileID == fileID, bytes.count == length else {
+        let header = bytes.withUnsafeBytes { DataFileHeader.decode($0) }
+        guard bytes.count == length, header == .valid(fileID: fileID),
+              let records = Self.records(in: bytes, from: DataFileHeader.size, after: nil)
+        else {
             descriptor.close()
             return try damageFound(exclusive: exclusive)
         }
+        drainReplacedFile()
         dataFile?.close()
         dataFile = descriptor
-        contents = scan.contents
+        // Replay the new file from the state before its first commit: its snapshot,
+        // or nothing for a file that was created rather than compacted.
+        var replay = SuiteContents()
+        var commits = records[...]
+        if let first = records.first, first.kind == .snapshot {
+            replay.apply(first)
+            commits = records.dropFirst()
+        }
+        if observers.isEmpty {
+            for record in commits { replay.apply(record) }
+            contents = replay
+            return
+        }
+        // Jump to where the new file starts: nothing when it continues from what this
+        // process saw, else the net change (commits it never read were folded into
+        // the snapshot). Then report the file's commits one by one.
+        if replay.values == contents.values {
+            contents = replay
+        } else {
+            replaceContents(with: replay)
+        }
+        for record in commits { apply(record) }
+    }
+
+    /// Before moving to a compacted file, reads the commits this process had not yet
+    /// seen from the old one, which no one writes to any more: so that observers get
+    /// every commit, not just the net change.
+    private func drainReplacedFile() {
+        guard !observers.isEmpty, let dataFile, view.isLoaded,
+              let size = try? dataFile.status().size, size > view.length,
+              let bytes = try? dataFile.read(count: size - view.length, at: view.length)
+        else { return }
+        var offset = 0
+        bytes.withUnsafeBytes { buffer in
+            while case .record(let record, let end) = RecordFormat.parse(buffer, at: offset, limit: buffer.count),
+                  record.kind == .transaction, record.sequence > contents.lastSequence {
+                apply(record)
+                offset = end
+            }
+        }
     }
 
     /// Reads and applies the records in `start ..< end` of the current data file.
@@ -212,29 +262,68 @@ final class StoreState: @unchecked Sendable {
         } catch {
             throw files.error(error, doing: "read the suite file")
         }
-        var records: [Record] = []
-        let complete = bytes.withUnsafeBytes { buffer -> Bool in
-            var offset = 0
-            var sequence = contents.lastSequence
+        guard bytes.count == end - start, let records = Self.records(in: bytes, from: 0, after: contents.lastSequence),
+              records.allSatisfy({ $0.kind == .transaction })
+        else { return try damageFound(exclusive: exclusive) }
+        for record in records { apply(record) }
+    }
+
+    /// Every record from `offset` to the end, if all of them verify, follow one another
+    /// exactly, and have increasing sequence numbers (beyond `after`, if given);
+    /// only the first may be a snapshot.
+    static func records(in bytes: [UInt8], from offset: Int, after sequence: UInt64?) -> [Record]? {
+        bytes.withUnsafeBytes { buffer -> [Record]? in
+            var records: [Record] = []
+            var offset = offset
+            var last = sequence
             while offset < buffer.count {
-                guard case .record(let record, let next) = RecordFormat.parse(buffer, at: offset, limit: buffer.count),
-                      record.kind == .transaction, record.sequence > sequence
-                else { return false }
+                guard case .record(let record, let end) = RecordFormat.parse(buffer, at: offset, limit: buffer.count),
+                      last.map({ record.sequence > $0 }) ?? true,
+                      record.kind == .transaction || records.isEmpty
+                else { return nil }
                 records.append(record)
-                sequence = record.sequence
-                offset = next
+                last = record.sequence
+                offset = end
             }
-            return bytes.count == end - start
+            return records
         }
-        guard complete else { return try damageFound(exclusive: exclusive) }
-        for record in records { contents.apply(record) }
+    }
+
+    // MARK: Changing the contents
+
+    /// Applies one commit, reporting its changes to the observers, if any.
+    func apply(_ record: Record) {
+        guard !observers.isEmpty else { return contents.apply(record) }
+        var changes: [KeyChange]? = []
+        contents.apply(record, changes: &changes)
+        let timestamp = Date(timeIntervalSince1970: Double(record.timestamp) / 1e9)
+        let ours = record.pid == getpid()
+        for change in changes ?? [] {
+            pendingChanges.append(SuiteChange(suite: suite, key: change.key, oldValue: change.oldValue, newValue: change.newValue,
+                                              sequence: record.sequence, pid: record.pid, isFromThisProcess: ours,
+                                              kind: .commit, timestamp: timestamp))
+        }
+    }
+
+    /// Replaces the contents with a state read whole, reporting the net change of
+    /// every key to the observers, if any.
+    func replaceContents(with new: SuiteContents) {
+        if !observers.isEmpty {
+            let now = Date()
+            for change in contents.changes(to: new).sorted(by: { $0.key < $1.key }) {
+                pendingChanges.append(SuiteChange(suite: suite, key: change.key, oldValue: change.oldValue, newValue: change.newValue,
+                                                  sequence: new.lastSequence, pid: 0, isFromThisProcess: false,
+                                                  kind: .netChange, timestamp: now))
+            }
+        }
+        contents = new
     }
 
     /// For a suite this process may only read: reads the whole file without repairing
     /// anything, keeping every record that verifies.
     private func loadWithoutRepair() throws {
         guard let descriptor = try files.openDataFile(writable: false) else {
-            contents = SuiteContents()
+            replaceContents(with: SuiteContents())
             view = View(generation: header?.generation ?? 0, isLoaded: header != nil)
             return
         }
@@ -249,7 +338,7 @@ final class StoreState: @unchecked Sendable {
         if scan.verdict == .damaged {
             diagnose(.repairedDamage, "The suite file is damaged (\(scan.firstProblem?.description ?? "unreadable bytes")); it is read-only here, so \(scan.recordCount) intact records were read and the file was left as it is.")
         }
-        contents = scan.contents
+        replaceContents(with: scan.contents)
         // Without a mapped header there is nothing cheap to compare, so read again next time.
         view = View(generation: header?.generation ?? 0, isLoaded: header != nil)
     }

@@ -59,8 +59,13 @@ struct SuiteContents: Sendable {
             before[key] = .some(old)
             touched.append(key)
         }
+        // Keys cleared at once are reported in sorted order, the same in every process.
+        func rememberAll() {
+            guard changes != nil else { return }
+            for key in entries.keys.sorted() { remember(key, entries[key]!.value) }
+        }
         if record.kind == .snapshot {
-            for (key, entry) in entries { remember(key, entry.value) }
+            rememberAll()
             clear()
         }
         for operation in record.operations {
@@ -76,7 +81,7 @@ struct SuiteContents: Sendable {
                     liveBytes -= old.size
                 }
             case .removeAll:
-                for (key, entry) in entries { remember(key, entry.value) }
+                rememberAll()
                 clear()
             }
         }

@@ -1,3 +1,5 @@
+import Dispatch
+import Foundation
 import Glibc
 import Synchronization
 
@@ -13,10 +15,25 @@ final class SuiteStore: Sendable {
     /// The thread inside an `update` block, to catch a block that calls back into
     /// the suite (which would deadlock) with a clear message.
     private let transactionThread = Atomic<UInt>(0)
+    /// Where observers' handlers run, one change at a time, in commit order.
+    private let delivery: DispatchQueue
+    /// Where this suite catches up when the change watcher says its file changed, so
+    /// that a suite whose lock is held for long delays no other suite's changes.
+    private let refreshing: DispatchQueue
+    private let refreshScheduled = Atomic<Bool>(false)
+    private let nextObserverID = Atomic<UInt64>(1)
+    /// The directory's device and inode, for the change watcher.
+    let directoryIdentity: DirectoryIdentity
+    /// A path to exactly the directory this store has open, wherever it is now.
+    let watchPath: String
 
-    init(name: String, directory: DirectoryHandle, sharing: Suite.Sharing) throws {
+    init(name: String, directory: DirectoryHandle, identity: DirectoryIdentity, sharing: Suite.Sharing) throws {
         self.name = name
         self.directoryPath = directory.path
+        self.directoryIdentity = identity
+        self.watchPath = "/proc/self/fd/\(directory.descriptor.rawValue)"
+        self.delivery = DispatchQueue(label: "suite-defaults.changes.\(name)")
+        self.refreshing = DispatchQueue(label: "suite-defaults.refresh.\(name)")
         let state = try StoreState(files: SuiteFiles(suite: name, directory: directory, sharing: sharing))
         // Read the suite now, so that a foreign or unreadable file fails the open.
         try state.refresh()
@@ -34,7 +51,9 @@ final class SuiteStore: Sendable {
         }
     }
 
-    /// Runs `body` with the state locked, then reports what it diagnosed.
+    /// Runs `body` with the state locked, then reports what it diagnosed. The changes
+    /// it found are queued for the observers before the lock is released, so they
+    /// reach every observer in commit order.
     private func withState<R>(_ body: (StoreState) throws -> R) rethrows -> R {
         checkNotInsideTransaction()
         var diagnostics: [SuiteDiagnostic] = []
@@ -43,8 +62,22 @@ final class SuiteStore: Sendable {
             defer {
                 diagnostics = state.pendingDiagnostics
                 state.pendingDiagnostics = []
+                deliverPendingChanges(state)
             }
             return try body(state)
+        }
+    }
+
+    /// Under the state lock: hands the changes found to the observers registered now.
+    private func deliverPendingChanges(_ state: StoreState) {
+        guard !state.pendingChanges.isEmpty else { return }
+        let changes = state.pendingChanges
+        let sinks = Array(state.observers.values)
+        state.pendingChanges = []
+        delivery.async {
+            for change in changes {
+                for sink in sinks { sink.receive(change) }
+            }
         }
     }
 
@@ -174,5 +207,82 @@ final class SuiteStore: Sendable {
                 throw SuiteError(failure, suite: name, doing: "write the suite")
             }
         }
+    }
+
+    // MARK: Observation
+
+    /// Adds an observer. The directory is watched before the observer is registered,
+    /// so no write can fall between the two unseen.
+    func addObserver(keys: Set<String>?, initialValues: SuiteChange.Kind?,
+                     handler: @escaping @Sendable (SuiteChange) -> Void) throws -> SuiteCancellable {
+        try ChangeWatcher.shared.watch(self)
+        let sink = ObserverSink(keys: keys, handler: handler)
+        let id = nextObserverID.wrappingAdd(1, ordering: .relaxed).oldValue
+        withState { state in
+            // Catch up first: what was committed before this point is not a change to
+            // this observer, and earlier observers receive it before anything below.
+            try? state.refresh()
+            deliverPendingChanges(state)
+            if let kind = initialValues {
+                let now = Date()
+                let contents = state.contents
+                let delivered = (keys.map(Array.init) ?? Array(contents.values.keys)).sorted()
+                let initial = delivered.compactMap { key in
+                    contents[key].map {
+                        SuiteChange(suite: name, key: key, oldValue: nil, newValue: $0, sequence: contents.lastSequence,
+                                    pid: 0, isFromThisProcess: false, kind: kind, timestamp: now)
+                    }
+                }
+                delivery.async { initial.forEach(sink.receive) }
+            }
+            state.observers[id] = sink
+        }
+        // The token keeps the store alive: an observation lasts until it is cancelled,
+        // even when no `Suite` instance remains.
+        return SuiteCancellable {
+            sink.deactivate()
+            self.removeObserver(id)
+        }
+    }
+
+    private func removeObserver(_ id: UInt64) {
+        let removed = state.withLock { $0.observers.removeValue(forKey: id) != nil }
+        if removed { ChangeWatcher.shared.unwatch(self) }
+    }
+
+    /// How many observers this suite has in this process.
+    var observerCount: Int { state.withLock { $0.observers.count } }
+
+    /// Called by the change watcher when the suite's file changed, or may have: the
+    /// suite catches up on its own queue. Events that come while a catch-up is
+    /// waiting to start are covered by it.
+    func scheduleRefreshForObservers() {
+        guard !refreshScheduled.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        refreshing.async { [self] in
+            refreshScheduled.store(false, ordering: .releasing)
+            refreshForObservers()
+        }
+    }
+
+    private func refreshForObservers() {
+        withState { state in
+            do {
+                try state.refresh()
+            } catch {
+                state.diagnose(.refreshFailed, "Could not read a change of the suite: \(error)")
+            }
+        }
+    }
+
+    /// Says that change events were lost; the refresh that follows catches up.
+    func reportLostEvents() {
+        SuiteDiagnostics.report(SuiteDiagnostic(
+            kind: .changeEventsLost, suite: name, directory: directoryPath,
+            message: "Change events were lost (the inotify queue overflowed or a watch was lost); catching up from the suite file."))
+    }
+
+    /// Waits until every change found so far has been handed to the observers.
+    func waitForDelivery() {
+        delivery.sync {}
     }
 }

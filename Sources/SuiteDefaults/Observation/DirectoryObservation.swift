@@ -1,0 +1,110 @@
+import Foundation
+import Synchronization
+
+extension Suite {
+    /// Calls `onChange` for every change to every suite in a directory, including
+    /// suites created after this call, until the returned token is cancelled or
+    /// released. The contents of a suite created later arrive as changes from nil
+    /// (of kind `.netChange` for what it held when it was found).
+    ///
+    /// - Throws: `SuiteError` `.notFound` when the directory does not exist, or when
+    ///   it cannot be watched.
+    public static func observeSuites(
+        in directory: URL? = nil, keys: [String]? = nil, includingCurrentValues: Bool = false,
+        options: Options = Options(), onChange: @escaping @Sendable (SuiteChange) -> Void
+    ) throws -> SuiteCancellable {
+        let observation = try DirectoryObservation(
+            directory: directory ?? defaultDirectory(), keys: keys.map(Set.init), options: options, handler: onChange)
+        try observation.start(includingCurrentValues: includingCurrentValues)
+        return SuiteCancellable { observation.cancel() }
+    }
+
+    /// The changes to every suite in a directory, including suites created later, as
+    /// an asynchronous sequence; see `observeSuites(in:keys:includingCurrentValues:options:onChange:)`.
+    public static func changesOfSuites(
+        in directory: URL? = nil, keys: [String]? = nil, includingCurrentValues: Bool = false
+    ) throws -> SuiteChanges {
+        try SuiteChanges { handler in
+            try observeSuites(in: directory, keys: keys, includingCurrentValues: includingCurrentValues, onChange: handler)
+        }
+    }
+}
+
+/// Observes every suite of a directory, adding suites as their files appear.
+final class DirectoryObservation: Sendable {
+    private let directory: URL
+    private let keys: Set<String>?
+    private let options: Suite.Options
+    private let handler: @Sendable (SuiteChange) -> Void
+    private let handle: DirectoryHandle
+    private let identity: DirectoryIdentity
+    private struct Observed {
+        var suites: [String: (suite: Suite, token: SuiteCancellable)] = [:]
+        var listener: SuiteCancellable?
+        var cancelled = false
+    }
+    private let observed = Mutex(Observed())
+    /// Where suites found by the watcher are opened, away from the watcher's thread.
+    private let opening = DispatchQueue(label: "suite-defaults.directory-observation")
+
+    init(directory: URL, keys: Set<String>?, options: Suite.Options, handler: @escaping @Sendable (SuiteChange) -> Void) throws {
+        self.directory = directory.standardizedFileURL
+        self.keys = keys
+        self.options = options
+        self.handler = handler
+        do {
+            handle = try DirectoryHandle.open(path: self.directory.path)
+            let status = try handle.descriptor.status(path: self.directory.path)
+            identity = DirectoryIdentity(device: status.device, inode: status.inode)
+        } catch {
+            throw SuiteError(error, suite: nil, doing: "watch the suite directory")
+        }
+    }
+
+    deinit { handle.close() }
+
+    func start(includingCurrentValues: Bool) throws {
+        // Listen first, then list: a suite created in between is found either way.
+        let listener = try ChangeWatcher.shared.listen(to: identity, path: "/proc/self/fd/\(handle.descriptor.rawValue)") { [weak self] name in
+            guard let self else { return }
+            opening.async {
+                if let name {
+                    self.observe(name, initialValues: .netChange)
+                } else {
+                    // Events were lost, creations among them: look at every suite again.
+                    for name in (try? Suite.names(in: self.directory)) ?? [] { self.observe(name, initialValues: .netChange) }
+                }
+            }
+        }
+        observed.withLock { $0.listener = listener }
+        for name in try Suite.names(in: directory) {
+            observe(name, initialValues: includingCurrentValues ? .initialValue : nil)
+        }
+    }
+
+    private func observe(_ name: String, initialValues: SuiteChange.Kind?) {
+        observed.withLock { observed in
+            guard !observed.cancelled, observed.suites[name] == nil, (try? Suite.validate(name: name)) != nil else { return }
+            do {
+                let suite = try Suite(named: name, directory: directory, options: options)
+                let token = try suite.store.addObserver(keys: keys, initialValues: initialValues, handler: handler)
+                observed.suites[name] = (suite, token)
+            } catch {
+                SuiteDiagnostics.report(SuiteDiagnostic(kind: .refreshFailed, suite: name, directory: directory.path,
+                                                        message: "Could not observe the suite: \(error)"))
+            }
+        }
+    }
+
+    func cancel() {
+        let tokens = observed.withLock { observed -> [SuiteCancellable] in
+            observed.cancelled = true
+            defer {
+                observed.suites = [:]
+                observed.listener = nil
+            }
+            return observed.suites.values.map(\.token) + [observed.listener].compactMap { $0 }
+        }
+        tokens.forEach { $0.cancel() }
+    }
+}

@@ -1,0 +1,53 @@
+import Foundation
+
+/// One key's change in a suite, as an observer receives it.
+public struct SuiteChange: Sendable, Equatable, CustomStringConvertible {
+    /// Where a change comes from.
+    public enum Kind: Sendable, Equatable {
+        /// Read from one commit: `sequence` and `pid` are that commit's.
+        case commit
+        /// The net change since the last state the observer saw, computed by comparing
+        /// states: after damage was repaired, or when several compactions outran the
+        /// observer. Intermediate values may have been folded; the final one is exact.
+        case netChange
+        /// The value when the observation started, delivered first on request.
+        case initialValue
+    }
+
+    /// The suite's name.
+    public var suite: String
+    public var key: String
+    /// The value before the change; nil when the key was absent.
+    public var oldValue: SuiteValue?
+    /// The value after the change; nil when the key was removed.
+    public var newValue: SuiteValue?
+    /// The commit's sequence number (for a net change or an initial value, the
+    /// sequence number of the state it was computed from).
+    public var sequence: UInt64
+    /// The process that wrote the commit; 0 for net changes and initial values.
+    public var pid: Int32
+    /// Whether this process wrote the commit.
+    public var isFromThisProcess: Bool
+    public var kind: Kind
+    /// When the commit was written (for net changes and initial values, when the
+    /// change was found).
+    public var timestamp: Date
+
+    /// Creates a change. Mostly for the library itself and for tests.
+    public init(suite: String, key: String, oldValue: SuiteValue?, newValue: SuiteValue?, sequence: UInt64,
+                pid: Int32, isFromThisProcess: Bool, kind: Kind, timestamp: Date) {
+        self.suite = suite
+        self.key = key
+        self.oldValue = oldValue
+        self.newValue = newValue
+        self.sequence = sequence
+        self.pid = pid
+        self.isFromThisProcess = isFromThisProcess
+        self.kind = kind
+        self.timestamp = timestamp
+    }
+
+    public var description: String {
+        "\(suite) \(key): \(oldValue?.description ?? "(absent)") → \(newValue?.description ?? "(absent)") [seq \(sequence), pid \(pid)]"
+    }
+}
