@@ -6,6 +6,7 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .library(name: "SuiteDefaults", targets: ["SuiteDefaults"]),
+        .library(name: "UnitPreferences", targets: ["UnitPreferences"]),
         .executable(name: "suite-defaults", targets: ["suite-defaults"]),
         .executable(name: "suite-watch", targets: ["suite-watch"]),
     ],
@@ -16,6 +17,9 @@ let package = Package(
 
         // The store and its observation.
         .target(name: "SuiteDefaults", dependencies: ["CSuiteDefaults"]),
+
+        // The metric/imperial preference, shared through a suite; touches no file itself.
+        .target(name: "UnitPreferences", dependencies: ["SuiteDefaults"]),
 
         // Spawning, reading and reaping child processes with deadlines; used by the
         // tests and by the tools that drive several processes.
@@ -30,12 +34,18 @@ let package = Package(
         // The worker that multi-process tests spawn as real child processes.
         .executableTarget(
             name: "suite-test-worker",
-            dependencies: ["SuiteDefaults"],
+            dependencies: ["SuiteDefaults", "UnitPreferences"],
             path: "Tests/suite-test-worker"
         ),
+        // What the test targets share: temporary directories, workers, recorders.
+        .target(name: "TestSupport", dependencies: ["SuiteDefaults", "ChildProcess"], path: "Tests/TestSupport"),
         .testTarget(
             name: "SuiteDefaultsTests",
-            dependencies: ["SuiteDefaults", "ChildProcess", "suite-test-worker", "suite-defaults", "suite-watch"]
+            dependencies: ["SuiteDefaults", "ChildProcess", "TestSupport", "suite-test-worker", "suite-defaults", "suite-watch"]
+        ),
+        .testTarget(
+            name: "UnitPreferencesTests",
+            dependencies: ["UnitPreferences", "SuiteDefaults", "ChildProcess", "TestSupport", "suite-test-worker"]
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -1,6 +1,7 @@
 import ChildProcess
 import Foundation
 import Testing
+import TestSupport
 import SuiteDefaults
 
 /// `suite-defaults` run as a real process.

@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import Testing
+import TestSupport
 @testable import SuiteDefaults
 
 /// The byte ranges of the records in a data file.

@@ -2,6 +2,7 @@ import ChildProcess
 import Foundation
 import Glibc
 import Testing
+import TestSupport
 @_spi(Testing) @testable import SuiteDefaults
 
 /// Writers killed with SIGKILL, at chosen points inside a commit and at random.

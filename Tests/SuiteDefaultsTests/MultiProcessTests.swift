@@ -1,6 +1,7 @@
 import ChildProcess
 import Foundation
 import Testing
+import TestSupport
 @testable import SuiteDefaults
 
 /// Real processes sharing one suite. Bounded: small counts, deadlines on every wait.

@@ -2,6 +2,7 @@ import ChildProcess
 import Foundation
 import Glibc
 import Testing
+import TestSupport
 @_spi(Testing) @testable import SuiteDefaults
 
 /// Writes KEY = VALUE from another process, and waits for it to finish.

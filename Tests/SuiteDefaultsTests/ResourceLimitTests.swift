@@ -2,6 +2,7 @@ import ChildProcess
 import Foundation
 import Glibc
 import Testing
+import TestSupport
 @testable import SuiteDefaults
 
 @Suite("Full disks and read-only places", .serialized)

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 @testable import SuiteDefaults
 
 /// A Codable value with a Decimal, as an app caches a price.

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 @testable import SuiteDefaults
 
 @Suite("Bad input gets a typed error and changes nothing")

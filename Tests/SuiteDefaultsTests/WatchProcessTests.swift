@@ -2,6 +2,7 @@ import ChildProcess
 import Foundation
 import Glibc
 import Testing
+import TestSupport
 @testable import SuiteDefaults
 
 /// One line of `suite-watch --json`.

@@ -8,6 +8,7 @@
 import Foundation
 import Glibc
 @_spi(Testing) import SuiteDefaults
+import UnitPreferences
 
 func say(_ line: String) {
     let text = line + "\n"
@@ -239,6 +240,28 @@ case "set-if-absent":
     do {
         let stored = try suite.setIfAbsent(option("value"), forKey: option("key"))
         say("stored \(stored)")
+    } catch {
+        say(report(error))
+    }
+
+case "units-current":
+    // Waits for a start signal, then asks for the shared unit system, detecting it
+    // from --lang when nothing is stored.
+    inputLines.wait()
+    do {
+        let system = try UnitSystem.current(in: suite, environment: ["LANG": option("lang")])
+        say("current \(system.rawValue)")
+    } catch {
+        say(report(error))
+    }
+
+case "units-set":
+    // Waits for a start signal, then stores the user's explicit choice.
+    inputLines.wait()
+    do {
+        guard let system = UnitSystem(rawValue: option("system")) else { fail("bad --system") }
+        try UnitSystem.setCurrent(system, in: suite)
+        say("set \(system.rawValue)")
     } catch {
         say(report(error))
     }

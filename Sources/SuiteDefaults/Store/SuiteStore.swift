@@ -281,6 +281,11 @@ final class SuiteStore: Sendable {
             message: "Change events were lost (the inotify queue overflowed or a watch was lost); catching up from the suite file."))
     }
 
+    /// Runs `work` on the observers' queue after the changes already queued.
+    func enqueueForObservers(_ work: @escaping @Sendable () -> Void) {
+        delivery.async(execute: work)
+    }
+
     /// Waits until every change found so far has been handed to the observers.
     func waitForDelivery() {
         delivery.sync {}

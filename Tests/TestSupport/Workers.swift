@@ -3,26 +3,26 @@ import Foundation
 import Testing
 
 /// The executables this package builds, found beside the test binary.
-enum Products {
-    static let directory: URL = {
+public enum Products {
+    public static let directory: URL = {
         let executable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
         return URL(fileURLWithPath: executable).deletingLastPathComponent()
     }()
 
-    static func path(_ name: String) -> String {
+    public static func path(_ name: String) -> String {
         directory.appendingPathComponent(name).path
     }
 }
 
 /// Starts `suite-test-worker COMMAND --dir DIR --suite SUITE [--key value ...]`.
-func startWorker(
+public func startWorker(
     _ command: String, in directory: TemporaryDirectory, suite: String, _ options: [String: String] = [:]
 ) throws -> ChildProcess {
     try startWorker(command, at: directory.url, suite: suite, options)
 }
 
 /// Starts the worker on a suite in `directory`, which the caller keeps and removes.
-func startWorker(_ command: String, at directory: URL, suite: String, _ options: [String: String] = [:]) throws -> ChildProcess {
+public func startWorker(_ command: String, at directory: URL, suite: String, _ options: [String: String] = [:]) throws -> ChildProcess {
     var arguments = [command, "--dir", directory.path, "--suite", suite]
     for (key, value) in options.sorted(by: { $0.key < $1.key }) { arguments += ["--\(key)", value] }
     return try ChildProcess(executable: Products.path("suite-test-worker"), arguments: arguments)
@@ -31,7 +31,7 @@ func startWorker(_ command: String, at directory: URL, suite: String, _ options:
 extension ChildProcess {
     /// Waits for a line starting with `prefix` and fails the test if none comes in time.
     @discardableResult
-    func expectLine(startingWith prefix: String, within timeout: Duration = .seconds(60),
+    public func expectLine(startingWith prefix: String, within timeout: Duration = .seconds(60),
                     sourceLocation: SourceLocation = #_sourceLocation) -> String? {
         let line = waitForLine(timeout: timeout) { $0.hasPrefix(prefix) }
         #expect(line != nil, "no line starting with \"\(prefix)\" from \(pid); output: \(lines.suffix(5)), errors: \(standardError)",
@@ -40,7 +40,7 @@ extension ChildProcess {
     }
 
     /// Waits for a normal exit with status 0.
-    func expectSuccess(within timeout: Duration = .seconds(120), sourceLocation: SourceLocation = #_sourceLocation) {
+    public func expectSuccess(within timeout: Duration = .seconds(120), sourceLocation: SourceLocation = #_sourceLocation) {
         let ended = wait(timeout: timeout)
         #expect(ended == .exited(0), "process \(pid) \(ended.map(\.description) ?? "did not end in time"); errors: \(standardError)",
                 sourceLocation: sourceLocation)

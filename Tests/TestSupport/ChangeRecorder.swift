@@ -2,11 +2,13 @@ import Foundation
 import SuiteDefaults
 
 /// Collects the changes an observer receives, and waits for them with deadlines.
-final class ChangeRecorder: @unchecked Sendable {
+public final class ChangeRecorder: @unchecked Sendable {
     private let condition = NSCondition()
     private var received: [SuiteChange] = []
 
-    var handler: @Sendable (SuiteChange) -> Void {
+    public init() {}
+
+    public var handler: @Sendable (SuiteChange) -> Void {
         { [self] change in
             condition.lock()
             received.append(change)
@@ -15,7 +17,7 @@ final class ChangeRecorder: @unchecked Sendable {
         }
     }
 
-    var changes: [SuiteChange] {
+    public var changes: [SuiteChange] {
         condition.lock()
         defer { condition.unlock() }
         return received
@@ -23,7 +25,7 @@ final class ChangeRecorder: @unchecked Sendable {
 
     /// Waits until `done` holds for what arrived; false if it does not by the deadline.
     @discardableResult
-    func wait(timeout: Duration = .seconds(30), until done: ([SuiteChange]) -> Bool) -> Bool {
+    public func wait(timeout: Duration = .seconds(30), until done: ([SuiteChange]) -> Bool) -> Bool {
         let deadline = Date().addingTimeInterval(Double(timeout.components.seconds))
         condition.lock()
         defer { condition.unlock() }
@@ -35,7 +37,7 @@ final class ChangeRecorder: @unchecked Sendable {
 
     /// Waits until a change of `key` to `value` arrived.
     @discardableResult
-    func wait(for key: String, toBecome value: SuiteValue?, timeout: Duration = .seconds(30)) -> Bool {
+    public func wait(for key: String, toBecome value: SuiteValue?, timeout: Duration = .seconds(30)) -> Bool {
         wait(timeout: timeout) { $0.contains { $0.key == key && $0.newValue == value } }
     }
 }

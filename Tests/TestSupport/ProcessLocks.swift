@@ -4,10 +4,10 @@ import Glibc
 
 /// What /proc/locks says about flocks on one file: who holds them and who waits.
 /// A line reads "1: FLOCK  ADVISORY  READ 1234 fd:01:123456 0 EOF"; a waiter's has "->".
-struct ProcessLocks {
+public struct ProcessLocks {
     let inode: UInt64
 
-    init?(file path: String) {
+    public init?(file path: String) {
         var status = stat()
         guard stat(path, &status) == 0 else { return nil }
         inode = UInt64(status.st_ino)
@@ -19,13 +19,13 @@ struct ProcessLocks {
             .filter { fields in fields.contains { $0.hasSuffix(":\(inode)") } }
     }
 
-    func isHeld(by pid: pid_t) -> Bool { lines(blocked: false).contains { $0.contains(Substring("\(pid)")) } }
-    func isAwaited(by pid: pid_t) -> Bool { lines(blocked: true).contains { $0.contains(Substring("\(pid)")) } }
+    public func isHeld(by pid: pid_t) -> Bool { lines(blocked: false).contains { $0.contains(Substring("\(pid)")) } }
+    public func isAwaited(by pid: pid_t) -> Bool { lines(blocked: true).contains { $0.contains(Substring("\(pid)")) } }
 }
 
 /// Polls `condition` until it holds or the deadline passes: for states the kernel
 /// shows only in /proc, which sends no event.
-func poll(within timeout: Duration, _ condition: () -> Bool) -> Bool {
+public func poll(within timeout: Duration, _ condition: () -> Bool) -> Bool {
     let deadline = ContinuousClock.now + timeout
     while ContinuousClock.now < deadline {
         if condition() { return true }
@@ -35,7 +35,7 @@ func poll(within timeout: Duration, _ condition: () -> Bool) -> Bool {
 }
 
 /// Waits until the kernel lists `pid` as blocked on an flock of the file at `path`.
-func waitForBlockedLock(on path: String, by pid: pid_t, within timeout: Duration) -> Bool {
+public func waitForBlockedLock(on path: String, by pid: pid_t, within timeout: Duration) -> Bool {
     guard let locks = ProcessLocks(file: path) else { return false }
     return poll(within: timeout) { locks.isAwaited(by: pid) }
 }
@@ -43,7 +43,7 @@ func waitForBlockedLock(on path: String, by pid: pid_t, within timeout: Duration
 extension ChildProcess {
     /// Stops the process (SIGSTOP) at a moment it holds no lock on the file at
     /// `path`, so that no other process is kept waiting for a stopped one.
-    func stopHoldingNoLock(on path: String, within timeout: Duration = .seconds(60)) -> Bool {
+    public func stopHoldingNoLock(on path: String, within timeout: Duration = .seconds(60)) -> Bool {
         guard let locks = ProcessLocks(file: path) else { return false }
         return poll(within: timeout) {
             signal(SIGSTOP)

@@ -3,28 +3,28 @@ import Glibc
 
 /// A fresh directory under the system's temporary directory, removed with all its
 /// contents when the test ends. Every suite a test touches lives in one.
-final class TemporaryDirectory: Sendable {
-    let url: URL
-    var path: String { url.path }
+public final class TemporaryDirectory: Sendable {
+    public let url: URL
+    public var path: String { url.path }
 
-    init(_ label: String = "suite-defaults-test") {
+    public init(_ label: String = "suite-defaults-test") {
         var template = Array((NSTemporaryDirectory() + "/\(label).XXXXXX").utf8CString)
         let created = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
         precondition(created != nil, "mkdtemp failed: \(String(cString: strerror(errno)))")
         url = URL(fileURLWithPath: String(cString: created!), isDirectory: true)
     }
 
-    func file(_ name: String) -> URL { url.appendingPathComponent(name) }
+    public func file(_ name: String) -> URL { url.appendingPathComponent(name) }
 
-    func bytes(of name: String) -> [UInt8]? {
+    public func bytes(of name: String) -> [UInt8]? {
         (try? Data(contentsOf: file(name))).map { [UInt8]($0) }
     }
 
-    func write(_ bytes: [UInt8], to name: String) throws {
+    public func write(_ bytes: [UInt8], to name: String) throws {
         try Data(bytes).write(to: file(name))
     }
 
-    func names() -> [String] {
+    public func names() -> [String] {
         ((try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []).sorted()
     }
 

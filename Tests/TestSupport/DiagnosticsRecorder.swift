@@ -1,8 +1,8 @@
 import Synchronization
-@testable import SuiteDefaults
+import SuiteDefaults
 
 /// Collects the diagnostics of the suites in one test directory.
-final class DiagnosticsRecorder: Sendable {
+public final class DiagnosticsRecorder: Sendable {
     private final class Storage: Sendable {
         let diagnostics = Mutex<[SuiteDiagnostic]>([])
     }
@@ -10,7 +10,7 @@ final class DiagnosticsRecorder: Sendable {
     private let storage = Storage()
     private let token: SuiteCancellable
 
-    init(_ directory: TemporaryDirectory) {
+    public init(_ directory: TemporaryDirectory) {
         let path = directory.url.standardizedFileURL.path
         let storage = self.storage
         token = SuiteDiagnostics.observe { diagnostic in
@@ -18,6 +18,6 @@ final class DiagnosticsRecorder: Sendable {
         }
     }
 
-    var all: [SuiteDiagnostic] { storage.diagnostics.withLock { $0 } }
-    var kinds: [SuiteDiagnostic.Kind] { all.map(\.kind) }
+    public var all: [SuiteDiagnostic] { storage.diagnostics.withLock { $0 } }
+    public var kinds: [SuiteDiagnostic.Kind] { all.map(\.kind) }
 }

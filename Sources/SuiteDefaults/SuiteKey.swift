@@ -1,0 +1,180 @@
+import Foundation
+import Synchronization
+
+/// A key with its type and its default, so that an app declares each shared
+/// preference once, as `@AppStorage` does on Apple platforms:
+///
+/// ```swift
+/// extension SuiteKey where Value == Bool {
+///     static let showsTips = SuiteKey("tips.shown", default: true)
+/// }
+/// suite.value(for: .showsTips)          // the stored value, or true
+/// try suite.set(false, for: .showsTips)
+/// ```
+///
+/// A stored value that is not a valid `Value` reads as absent (the default), with a
+/// `invalidStoredValue` diagnostic; it never traps.
+public struct SuiteKey<Value: Sendable>: Sendable {
+    /// The key under which the value is stored.
+    public let name: String
+    private let makeDefault: @Sendable () -> Value
+    let encode: @Sendable (Value) throws -> SuiteValue
+    let decode: @Sendable (SuiteValue) -> Value?
+
+    /// The default: what a read returns when nothing valid is stored. It is computed
+    /// each time it is needed, so it may depend on the environment.
+    public var defaultValue: Value { makeDefault() }
+
+    /// A key for a storable value (strings, numbers, Booleans, data, dates, arrays and
+    /// dictionaries of them).
+    public init(_ name: String, default defaultValue: @autoclosure @escaping @Sendable () -> Value) where Value: SuiteStorable {
+        self.name = name
+        self.makeDefault = defaultValue
+        self.encode = { $0.suiteValue }
+        self.decode = { Value(suiteValue: $0) }
+    }
+
+    /// A key for a `RawRepresentable` (such as an enum), stored as its raw value.
+    @_disfavoredOverload
+    public init(_ name: String, default defaultValue: @autoclosure @escaping @Sendable () -> Value)
+    where Value: RawRepresentable, Value.RawValue: SuiteStorable {
+        self.name = name
+        self.makeDefault = defaultValue
+        self.encode = { $0.rawValue.suiteValue }
+        self.decode = { Value.RawValue(suiteValue: $0).flatMap(Value.init(rawValue:)) }
+    }
+
+    /// A key for any `Codable` value, stored as JSON (`Decimal`s stay exact).
+    public init(codable name: String, default defaultValue: @autoclosure @escaping @Sendable () -> Value) where Value: Codable {
+        self.name = name
+        self.makeDefault = defaultValue
+        self.encode = { .json(try SuiteValue.encodeJSON($0, key: name)) }
+        self.decode = { stored in
+            guard case .json(let data) = stored else { return nil }
+            return try? JSONDecoder().decode(Value.self, from: data)
+        }
+    }
+
+    /// The stored value decoded, or nil when absent; `isInvalid` when something is
+    /// stored that is not a `Value`.
+    func read(_ stored: SuiteValue?) -> (value: Value?, isInvalid: Bool) {
+        guard let stored else { return (nil, false) }
+        guard let value = decode(stored) else { return (nil, true) }
+        return (value, false)
+    }
+}
+
+extension SuiteReadable {
+    /// The stored value of `key`, or its default when nothing valid is stored. The
+    /// default is not stored.
+    public func value<Value>(for key: SuiteKey<Value>) -> Value {
+        read(key).value ?? key.defaultValue
+    }
+
+    func read<Value>(_ key: SuiteKey<Value>) -> (value: Value?, isInvalid: Bool) {
+        key.read(storedValue(forKey: key.name))
+    }
+}
+
+extension SuiteWritable {
+    /// Stores `value` for `key`.
+    public func set<Value>(_ value: Value, for key: SuiteKey<Value>) throws {
+        try setValue(try key.encode(value), forKey: key.name)
+    }
+
+    /// Removes the stored value of `key`, so that reads return its default again.
+    public func removeValue<Value>(for key: SuiteKey<Value>) throws {
+        try setValue(nil, forKey: key.name)
+    }
+}
+
+extension Suite {
+    /// The stored value of `key`; when nothing valid is stored, its default, stored
+    /// first, atomically across processes: the first process to get here stores the
+    /// default, and every process returns the value actually stored. A choice stored
+    /// by another process in the meantime is never overwritten.
+    ///
+    /// A stored value that is not a valid `Value` is replaced by the default, with an
+    /// `invalidStoredValue` diagnostic.
+    @discardableResult
+    public func valueStoringDefault<Value>(for key: SuiteKey<Value>) throws -> Value {
+        if let value = read(key).value { return value }
+        var replacedInvalid: SuiteValue?
+        let value = try update { transaction -> Value in
+            let stored = transaction.storedValue(forKey: key.name)
+            if let value = key.read(stored).value { return value }
+            replacedInvalid = stored
+            let value = key.defaultValue
+            try transaction.setValue(try key.encode(value), forKey: key.name)
+            return value
+        }
+        if let invalid = replacedInvalid {
+            SuiteDiagnostics.report(SuiteDiagnostic(
+                kind: .invalidStoredValue, suite: name, directory: store.directoryPath,
+                message: "The value stored for \(key.name), \(invalid), is not a valid \(Value.self); it was replaced by the default, \(value)."))
+        }
+        return value
+    }
+
+    /// The value of `key` now, then after every change from any process, as an
+    /// asynchronous sequence; consecutive equal values are given once.
+    ///
+    /// - Parameter storingDefault: when nothing valid is stored, store the default
+    ///   (as `valueStoringDefault(for:)` does) instead of only reporting it.
+    public func values<Value: Equatable>(for key: SuiteKey<Value>, storingDefault: Bool = false) throws -> SuiteKeyValues<Value> {
+        let (stream, continuation) = AsyncStream.makeStream(of: Value.self, bufferingPolicy: .unbounded)
+        let output = ChangedValues(continuation)
+        // Runs on the suite's observer queue, one change at a time, in commit order.
+        let token = try observe(keys: [key.name], includingCurrentValues: true) { [self] change in
+            if let value = key.read(change.newValue).value { return output.offer(value) }
+            // Nothing valid is stored. Storing the default commits a change that comes
+            // here in turn (as would a value another process stored meanwhile).
+            if storingDefault, (try? valueStoringDefault(for: key)) != nil { return }
+            output.offer(key.defaultValue)
+        }
+        continuation.onTermination = { _ in token.cancel() }
+        // With nothing stored, no current value came: start from the default.
+        if storedValue(forKey: key.name) == nil {
+            if storingDefault {
+                try valueStoringDefault(for: key)
+            } else {
+                store.enqueueForObservers { output.offer(key.defaultValue) }
+            }
+        }
+        return SuiteKeyValues(stream)
+    }
+}
+
+/// Yields values to a stream, skipping a value equal to the one before it.
+private final class ChangedValues<Value: Equatable & Sendable>: Sendable {
+    private let continuation: AsyncStream<Value>.Continuation
+    private let last = Mutex<Value?>(nil)
+
+    init(_ continuation: AsyncStream<Value>.Continuation) {
+        self.continuation = continuation
+    }
+
+    func offer(_ value: Value) {
+        let isNew = last.withLock { previous in
+            defer { previous = value }
+            return previous != value
+        }
+        if isNew { continuation.yield(value) }
+    }
+}
+
+/// The values of one key over time; see `Suite.values(for:storingDefault:)`.
+public struct SuiteKeyValues<Value: Sendable>: AsyncSequence, Sendable {
+    public typealias Element = Value
+    public typealias Failure = Never
+
+    private let stream: AsyncStream<Value>
+
+    init(_ stream: AsyncStream<Value>) {
+        self.stream = stream
+    }
+
+    public func makeAsyncIterator() -> AsyncStream<Value>.Iterator {
+        stream.makeAsyncIterator()
+    }
+}
