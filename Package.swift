@@ -31,6 +31,20 @@ let package = Package(
         // Prints the changes of suites as they happen, from any process.
         .executableTarget(name: "suite-watch", dependencies: ["SuiteDefaults"]),
 
+        // Examples: an app family sharing one suite, and the demo that runs it.
+        .target(name: "FitnessShared", dependencies: ["SuiteDefaults", "UnitPreferences"], path: "Examples/FitnessShared"),
+        .executableTarget(name: "fitness-app", dependencies: ["FitnessShared", "SuiteDefaults", "UnitPreferences"], path: "Examples/fitness-app"),
+        .executableTarget(name: "distance-widget", dependencies: ["FitnessShared", "SuiteDefaults", "UnitPreferences"], path: "Examples/distance-widget"),
+        .executableTarget(name: "weight-widget", dependencies: ["FitnessShared", "SuiteDefaults", "UnitPreferences"], path: "Examples/weight-widget"),
+        .executableTarget(name: "price-ticker", dependencies: ["FitnessShared", "SuiteDefaults"], path: "Examples/price-ticker"),
+        .executableTarget(
+            name: "suite-demo",
+            // The programs it starts are dependencies, so `swift run suite-demo` builds them.
+            dependencies: ["ChildProcess", "FitnessShared", "SuiteDefaults", "UnitPreferences",
+                           "fitness-app", "distance-widget", "weight-widget", "price-ticker"],
+            path: "Examples/suite-demo"
+        ),
+
         // The worker that multi-process tests spawn as real child processes.
         .executableTarget(
             name: "suite-test-worker",
@@ -46,6 +60,11 @@ let package = Package(
         .testTarget(
             name: "UnitPreferencesTests",
             dependencies: ["UnitPreferences", "SuiteDefaults", "ChildProcess", "TestSupport", "suite-test-worker"]
+        ),
+        .testTarget(
+            name: "ExamplesTests",
+            dependencies: ["ChildProcess", "TestSupport", "SuiteDefaults", "UnitPreferences", "FitnessShared",
+                           "fitness-app", "distance-widget", "weight-widget", "price-ticker", "suite-demo"]
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -88,8 +88,20 @@ public final class ChildProcess: Sendable {
             argv.forEach { free($0) }
             envp.forEach { free($0) }
         }
+        // A clean signal state: the blocked mask and ignored signals of the spawning
+        // thread would otherwise carry over, and a child that cannot see SIGTERM
+        // cannot be stopped politely.
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var noSignals = sigset_t(), allSignals = sigset_t()
+        sigemptyset(&noSignals)
+        sigfillset(&allSignals)
+        posix_spawnattr_setsigmask(&attributes, &noSignals)
+        posix_spawnattr_setsigdefault(&attributes, &allSignals)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
         var child: pid_t = 0
-        let spawned = posix_spawn(&child, executable, &actions, nil, argv, envp)
+        let spawned = posix_spawn(&child, executable, &actions, &attributes, argv, envp)
         close(input[0])
         close(output[1])
         close(error[1])

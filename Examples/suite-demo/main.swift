@@ -1,0 +1,150 @@
+// suite-demo: a fitness app and three widgets, separate processes, sharing one suite.
+//
+// It starts the widgets (distance, weight, price) and the app as real child processes
+// on a fresh temporary suite, logs a run and a lift, caches a price, and toggles
+// metric and imperial a few times. Each widget's redrawn line is shown as it arrives,
+// with the time from the start of the change's write to the redraw. The exit status is 0 when every widget
+// showed every state, 1 otherwise; nothing is left running.
+import ChildProcess
+import FitnessShared
+import Foundation
+import Glibc
+import SuiteDefaults
+import UnitPreferences
+
+let deadline = Duration.seconds(30)
+let programs = URL(fileURLWithPath: (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
+    ?? CommandLine.arguments[0]).deletingLastPathComponent()
+
+func say(_ text: String) { Output.line(text) }
+
+/// A line of a program started with --timestamps: when it was written, and what.
+func stamped(_ line: String) -> (UInt64, String)? {
+    guard let space = line.firstIndex(of: " "), let nanoseconds = UInt64(line[..<space]) else { return nil }
+    return (nanoseconds, String(line[line.index(after: space)...]))
+}
+
+func milliseconds(_ nanoseconds: Int64) -> String {
+    String(format: "%.2f ms", Double(nanoseconds) / 1e6)
+}
+
+// A fresh suite of our own, never the user's.
+var template = Array((NSTemporaryDirectory() + "/suite-demo.XXXXXX").utf8CString)
+guard let made = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) else {
+    Output.fail("cannot create a temporary directory: \(String(cString: strerror(errno)))")
+}
+let directory = String(cString: made)
+var children: [ChildProcess] = []
+
+@MainActor func finish(_ status: Int32) -> Never {
+    for child in children { child.signal(SIGTERM) }
+    for child in children where child.wait(timeout: .seconds(10)) == nil { child.kill() }
+    children.removeAll()
+    try? FileManager.default.removeItem(atPath: directory)
+    exit(status)
+}
+
+@MainActor func start(_ program: String, _ arguments: [String]) -> ChildProcess {
+    do {
+        let child = try ChildProcess(executable: programs.appendingPathComponent(program).path,
+                                     arguments: arguments + ["--dir", directory])
+        children.append(child)
+        return child
+    } catch {
+        say("suite-demo: cannot start \(program) (\(error)); build the examples with `swift build`.")
+        finish(1)
+    }
+}
+
+// The app's state before the widgets start: metric, nothing logged.
+do {
+    let suite = try Suite(named: FitnessSuite.name, directory: URL(fileURLWithPath: directory))
+    try UnitSystem.setCurrent(.metric, in: suite)
+} catch {
+    say("suite-demo: cannot set up the suite: \(error)")
+    finish(1)
+}
+say("A fitness app and three widgets share \(FitnessSuite.name) in \(directory)")
+
+struct WidgetProcess {
+    var name: String
+    var process: ChildProcess
+}
+let widgets = [
+    WidgetProcess(name: "distance-widget", process: start("distance-widget", ["--timestamps"])),
+    WidgetProcess(name: "weight-widget", process: start("weight-widget", ["--timestamps"])),
+    WidgetProcess(name: "price-ticker", process: start("price-ticker", ["watch", "--timestamps"])),
+]
+var failures: [String] = []
+for widget in widgets {
+    guard let line = widget.process.nextLine(timeout: deadline).flatMap(stamped) else {
+        say("suite-demo: \(widget.name) did not start: \(widget.process.standardError)")
+        finish(1)
+    }
+    say("  started \(widget.name.padding(toLength: 15, withPad: " ", startingAt: 0)) (pid \(widget.process.pid))  \(line.1)")
+}
+let app = start("fitness-app", ["shell"])
+
+/// One thing the user does, and what each widget must show after it.
+struct Step {
+    var command: String
+    var expected: [Int: String]
+}
+let run = 5_000.0, lift = 90.0
+func distance(_ system: UnitSystem) -> String { "Last run: \(formatDistance(meters: run, system: system))" }
+func weight(_ system: UnitSystem) -> String { "Last lift: \(formatWeight(kilograms: lift, system: system))" }
+let steps = [
+    Step(command: "log-run 5", expected: [0: distance(.metric)]),
+    Step(command: "log-lift 90", expected: [1: weight(.metric)]),
+    Step(command: "ticker set 68901.23 USD", expected: [2: "BTC: 68901.23 USD"]),
+    Step(command: "units imperial", expected: [0: distance(.imperial), 1: weight(.imperial)]),
+    Step(command: "units metric", expected: [0: distance(.metric), 1: weight(.metric)]),
+    Step(command: "units imperial", expected: [0: distance(.imperial), 1: weight(.imperial)]),
+]
+
+var latencies: [Int64] = []
+for step in steps {
+    // The write, and when it started.
+    let startedAt: UInt64
+    if step.command.hasPrefix("ticker ") {
+        let setter = start("price-ticker", step.command.split(separator: " ").dropFirst().map(String.init) + ["--timestamps"])
+        guard let reply = setter.nextLine(timeout: deadline).flatMap(stamped) else {
+            say("suite-demo: price-ticker set failed: \(setter.standardError)")
+            finish(1)
+        }
+        say("ticker> \(step.command.dropFirst(7))".padding(toLength: 28, withPad: " ", startingAt: 0) + reply.1)
+        startedAt = reply.0
+    } else {
+        app.send(step.command + "\n")
+        guard let reply = app.nextLine(timeout: deadline), reply.hasPrefix("ok "),
+              let answer = stamped(String(reply.dropFirst(3)))
+        else {
+            say("suite-demo: the app did not do \"\(step.command)\": \(app.lines.last ?? "") \(app.standardError)")
+            finish(1)
+        }
+        say("app> \(step.command)".padding(toLength: 28, withPad: " ", startingAt: 0) + answer.1)
+        startedAt = answer.0
+    }
+    // Each widget concerned redraws with the new state.
+    for (index, expected) in step.expected.sorted(by: { $0.key < $1.key }) {
+        let widget = widgets[index]
+        let arrived = widget.process.waitForLine(timeout: deadline) { stamped($0)?.1 == expected }.flatMap(stamped)
+        guard let (drawnAt, line) = arrived else {
+            failures.append("\(widget.name) never showed \"\(expected)\" after \(step.command)")
+            say("  \(widget.name.padding(toLength: 15, withPad: " ", startingAt: 0)) MISSING \(expected)")
+            continue
+        }
+        let latency = Int64(drawnAt) - Int64(startedAt)
+        latencies.append(latency)
+        say("  \(widget.name.padding(toLength: 15, withPad: " ", startingAt: 0)) \(line.padding(toLength: 22, withPad: " ", startingAt: 0)) redrawn \(milliseconds(latency)) after the change")
+    }
+}
+
+latencies.sort()
+if failures.isEmpty {
+    say("Every widget showed every state: \(latencies.count) redraws, \(milliseconds(latencies[latencies.count / 2])) median and \(milliseconds(latencies.last!)) at most from the change to the redraw.")
+    finish(0)
+}
+say("suite-demo: \(failures.count) state(s) never shown:")
+for failure in failures { say("  \(failure)") }
+finish(1)
