@@ -15,7 +15,7 @@ public let maximumWeightKilograms = 10_000.0
 ///   of zero or less, a weight unit, an unknown unit, or more than 100,000 km.
 public func parseDistance(_ text: String, system: UnitSystem, locale: Locale = POSIXLocale.numberLocale()) throws(UnitInputError) -> Double {
     let (number, unit) = try UnitInput.read(text, locale: locale)
-    let system = try UnitInput.distanceSystem(for: unit, text: text) ?? system
+    let system = try UnitInput.Kind.distance.system(for: unit, text: text) ?? system
     let meters = system.metersFromDisplay(number)
     guard meters > 0 else {
         throw UnitInput.error(.notPositive, text, "A distance must be more than zero.")
@@ -36,7 +36,7 @@ public func parseDistance(_ text: String, system: UnitSystem, locale: Locale = P
 ///   below zero, a distance unit, an unknown unit, or more than 10,000 kg.
 public func parseWeight(_ text: String, system: UnitSystem, locale: Locale = POSIXLocale.numberLocale()) throws(UnitInputError) -> Double {
     let (number, unit) = try UnitInput.read(text, locale: locale)
-    let system = try UnitInput.weightSystem(for: unit, text: text) ?? system
+    let system = try UnitInput.Kind.weight.system(for: unit, text: text) ?? system
     let kilograms = system.kilogramsFromDisplay(number)
     guard kilograms >= 0 else {
         throw UnitInput.error(.negative, text, "A weight cannot be negative.")
@@ -66,22 +66,27 @@ enum UnitInput {
         "lb": .imperial, "lbs": .imperial, "pound": .imperial, "pounds": .imperial, "libra": .imperial, "libras": .imperial,
     ]
 
-    static func distanceSystem(for unit: String?, text: String) throws(UnitInputError) -> UnitSystem? {
-        guard let unit else { return nil }
-        if let system = distanceUnits[unit] { return system }
-        if weightUnits[unit] != nil {
-            throw error(.wrongKindOfUnit(unit), text, "\(unit) is a unit of weight; give a distance in km or mi.")
-        }
-        throw error(.unknownUnit(unit), text, "\(unit) is not a unit of distance; use km or mi.")
-    }
+    /// What a unit of one kind says about the system: nil for no unit.
+    struct Kind {
+        var units: [String: UnitSystem]
+        var otherUnits: [String: UnitSystem]
+        var name: String
+        var otherName: String
+        var examples: String
 
-    static func weightSystem(for unit: String?, text: String) throws(UnitInputError) -> UnitSystem? {
-        guard let unit else { return nil }
-        if let system = weightUnits[unit] { return system }
-        if distanceUnits[unit] != nil {
-            throw error(.wrongKindOfUnit(unit), text, "\(unit) is a unit of distance; give a weight in kg or lbs.")
+        static let distance = Kind(units: distanceUnits, otherUnits: weightUnits, name: "distance", otherName: "weight",
+                                   examples: "km or mi")
+        static let weight = Kind(units: weightUnits, otherUnits: distanceUnits, name: "weight", otherName: "distance",
+                                 examples: "kg or lbs")
+
+        func system(for unit: String?, text: String) throws(UnitInputError) -> UnitSystem? {
+            guard let unit else { return nil }
+            if let system = units[unit] { return system }
+            if otherUnits[unit] != nil {
+                throw error(.wrongKindOfUnit(unit), text, "\(unit) is a unit of \(otherName); give a \(name) in \(examples).")
+            }
+            throw error(.unknownUnit(unit), text, "\(unit) is not a unit of \(name); use \(examples).")
         }
-        throw error(.unknownUnit(unit), text, "\(unit) is not a unit of weight; use kg or lbs.")
     }
 
     /// The number and the unit (lowercased; nil when none) of `text`.
