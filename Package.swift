@@ -9,6 +9,7 @@ let package = Package(
         .library(name: "UnitPreferences", targets: ["UnitPreferences"]),
         .executable(name: "suite-defaults", targets: ["suite-defaults"]),
         .executable(name: "suite-watch", targets: ["suite-watch"]),
+        .executable(name: "suite-stress", targets: ["suite-stress"]),
     ],
     targets: [
         // The few things Swift cannot reach directly: atomics on shared memory and
@@ -30,6 +31,9 @@ let package = Package(
 
         // Prints the changes of suites as they happen, from any process.
         .executableTarget(name: "suite-watch", dependencies: ["SuiteDefaults"]),
+
+        // Concurrency, crash and fault-injection runs over real processes.
+        .executableTarget(name: "suite-stress", dependencies: ["SuiteDefaults", "UnitPreferences", "ChildProcess"]),
 
         // Examples: an app family sharing one suite, and the demo that runs it.
         .target(name: "FitnessShared", dependencies: ["SuiteDefaults", "UnitPreferences"], path: "Examples/FitnessShared"),
@@ -55,7 +59,8 @@ let package = Package(
         .target(name: "TestSupport", dependencies: ["SuiteDefaults", "ChildProcess"], path: "Tests/TestSupport"),
         .testTarget(
             name: "SuiteDefaultsTests",
-            dependencies: ["SuiteDefaults", "ChildProcess", "TestSupport", "suite-test-worker", "suite-defaults", "suite-watch"]
+            dependencies: ["SuiteDefaults", "ChildProcess", "TestSupport", "suite-test-worker", "suite-defaults", "suite-watch",
+                           "suite-stress"]
         ),
         .testTarget(
             name: "UnitPreferencesTests",

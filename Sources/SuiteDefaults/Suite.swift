@@ -58,6 +58,12 @@ public final class Suite: SuiteWritable, Sendable {
         try Validation.checkSuiteName(name)
     }
 
+    /// The suite's data file: `NAME.suite` in its directory (absent until the first write).
+    public var fileURL: URL { directory.appendingPathComponent(name + SuiteFiles.dataSuffix) }
+
+    /// The suite's lock file, `NAME.suite.lock`: the target of every process's `flock`.
+    public var lockFileURL: URL { directory.appendingPathComponent(name + SuiteFiles.lockSuffix) }
+
     // MARK: Reading
 
     /// The value stored for `key`, ignoring registered defaults; nil when absent.

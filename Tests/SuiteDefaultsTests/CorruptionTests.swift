@@ -129,6 +129,29 @@ struct CorruptionTests {
         #expect(recorder.kinds == [.dataFileMissing])
     }
 
+    @Test func aFileCutInsideItsMagicIsStillOurs() throws {
+        let recorder = DiagnosticsRecorder(directory)
+        let bytes = try writeKeys(2)
+        try directory.write(Array(bytes.prefix(5)), to: file)
+        let suite = try open()
+        #expect(suite.storedValues().isEmpty, "nothing could be kept")
+        #expect(recorder.kinds == [.repairedDamage])
+        #expect(damagedCopies().count == 1)
+        try suite.set("again", forKey: "k")
+    }
+
+    @Test func anUnreadableFileWhereASuiteFileWasIsKeptAsideNotRefused() throws {
+        let recorder = DiagnosticsRecorder(directory)
+        _ = try writeKeys(3)
+        // The lock file still says a suite file was here.
+        let garbage = [UInt8](repeating: 0x42, count: 300)
+        try directory.write(garbage, to: file)
+        let suite = try open()
+        #expect(suite.storedValues().isEmpty)
+        #expect(recorder.kinds == [.repairedDamage])
+        #expect(damagedCopies().first.flatMap { directory.bytes(of: $0) } == garbage, "kept as it was")
+    }
+
     @Test func anEmptyDataFileCountsAsNone() throws {
         try directory.write([], to: file)
         let suite = try open()

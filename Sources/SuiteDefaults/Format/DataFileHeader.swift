@@ -36,7 +36,9 @@ enum DataFileHeader {
     }
 
     static func decode(_ buffer: UnsafeRawBufferPointer) -> Decoded {
-        guard buffer.count >= magic.count, buffer.prefix(magic.count).elementsEqual(magic) else { return .foreign }
+        // A file cut short inside the magic is still ours.
+        if buffer.count < magic.count { return magic.starts(with: buffer) && !buffer.isEmpty ? .damaged : .foreign }
+        guard buffer.prefix(magic.count).elementsEqual(magic) else { return .foreign }
         guard buffer.count >= size else { return .damaged }
         let checksum = UInt32(littleEndian: buffer.loadUnaligned(fromByteOffset: 28, as: UInt32.self))
         guard checksum == CRC32C.checksum(UnsafeRawBufferPointer(rebasing: buffer[..<28])) else { return .damaged }

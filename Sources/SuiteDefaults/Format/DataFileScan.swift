@@ -20,8 +20,16 @@ struct DataFileScan {
         case damaged
     }
 
+    /// Where one record that verified lies in the file.
+    struct Located {
+        var range: Range<Int>
+        var record: Record
+    }
+
     var fileID: UInt64?
     var contents = SuiteContents()
+    /// Every record that verified, in file order.
+    var records: [Located] = []
     var verdict = Verdict.intact
     /// Where the intact prefix ends: the length to keep when the verdict is `tornTail`.
     var validEnd = DataFileHeader.size
@@ -57,6 +65,7 @@ struct DataFileScan {
             switch RecordFormat.parse(buffer, at: offset, limit: buffer.count) {
             case .record(let record, let end) where record.sequence > scan.contents.lastSequence || scan.recordCount == 0:
                 scan.contents.apply(record)
+                scan.records.append(Located(range: offset..<end, record: record))
                 scan.recordCount += 1
                 offset = end
                 if clean { scan.validEnd = end }

@@ -45,9 +45,16 @@ extension StoreState {
         // its rename and the header update, the file on disk is the new one.
         let describesThisFile = bytes.withUnsafeBytes { DataFileHeader.decode($0) } == .valid(fileID: header.dataFileID)
         let trustedLength = header.isValid && describesThisFile ? header.committedLength : nil
-        let scan: DataFileScan
+        var scan: DataFileScan
         do {
             scan = try scanRefusingForeign(bytes, committedLength: trustedLength)
+        } catch let error as SuiteError where error.code == .foreignFile && header.isValid && header.dataFileID != 0 {
+            // The shared header proves a suite file was here: what is there now is that
+            // file, damaged beyond recognition. Keep it aside and start afresh.
+            scan = DataFileScan()
+            scan.verdict = .damaged
+            scan.unreadableBytes = bytes.count
+            scan.firstProblem = FormatError(reason: "nothing in the file can be read as a suite file", offset: 0)
         } catch {
             descriptor.close()
             throw error

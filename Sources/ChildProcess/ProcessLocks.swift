@@ -1,9 +1,11 @@
-import ChildProcess
 import Foundation
 import Glibc
 
-/// What /proc/locks says about flocks on one file: who holds them and who waits.
-/// A line reads "1: FLOCK  ADVISORY  READ 1234 fd:01:123456 0 EOF"; a waiter's has "->".
+/// What /proc/locks says about the flocks on one file: which processes hold them and
+/// which wait for them. The kernel shows these states nowhere else, so tests and tools
+/// that must know whether a child holds a lock (before stopping or killing it) read
+/// them here. A line reads "1: FLOCK  ADVISORY  READ 1234 fd:01:123456 0 EOF"; a
+/// waiter's line has "->".
 public struct ProcessLocks {
     let inode: UInt64
 

@@ -1,0 +1,58 @@
+import Foundation
+import SuiteDefaults
+
+/// What one run of a scenario found, on suite-defaults or on Foundation's UserDefaults.
+struct ScenarioResult: Sendable {
+    var scenario: String
+    /// "suite-defaults" or "foundation".
+    var subject = "suite-defaults"
+    var operations = 0
+    var lost = 0
+    var torn = 0
+    var errors = 0
+    /// Processes that ended by a signal they were not sent, or that failed to report.
+    var crashed = 0
+    var seconds = 0.0
+    /// Further figures particular to the scenario.
+    var figures: [(String, Int)] = []
+    /// What went wrong, when an invariant failed (ours only; Foundation is expected to fail).
+    var failures: [String] = []
+
+    var passed: Bool { lost == 0 && torn == 0 && crashed == 0 && failures.isEmpty }
+
+    var line: String {
+        let name = subject == "suite-defaults" ? scenario : "\(scenario) (\(subject))"
+        var text = "\(name): \(operations) ops, \(lost) lost, \(torn) torn, \(errors) errors, \(String(format: "%.2f", seconds)) s"
+        if crashed > 0 { text += ", \(crashed) crashed" }
+        if !figures.isEmpty { text += " [" + figures.map { "\($0.0) \($0.1)" }.joined(separator: ", ") + "]" }
+        return text
+    }
+
+    var jsonValue: SuiteValue {
+        var object: [String: SuiteValue] = [
+            "scenario": .string(scenario), "subject": .string(subject), "operations": .integer(operations),
+            "lost": .integer(lost), "torn": .integer(torn), "errors": .integer(errors), "crashed": .integer(crashed),
+            "seconds": .double((seconds * 1000).rounded() / 1000), "passed": .bool(passed),
+            "failures": .array(failures.map { .string($0) }),
+        ]
+        for (name, value) in figures { object[name] = .integer(value) }
+        return .dictionary(object)
+    }
+
+    mutating func fail(_ message: String) {
+        if failures.count < 20 { failures.append(message) }
+    }
+
+    mutating func figure(_ name: String, _ value: Int) {
+        figures.append((name, value))
+    }
+}
+
+/// Measures a scenario's wall-clock time.
+func timed(_ body: (inout ScenarioResult) throws -> Void, _ result: inout ScenarioResult) rethrows {
+    let clock = ContinuousClock()
+    let start = clock.now
+    try body(&result)
+    let elapsed = clock.now - start
+    result.seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+}

@@ -1,0 +1,76 @@
+import ChildProcess
+import Foundation
+import Glibc
+import SuiteDefaults
+
+/// The surroundings of one scenario: a fresh directory of its own, and a way to
+/// start this program's worker roles as real child processes.
+struct StressRun: Sendable {
+    let options: StressOptions
+    /// A fresh directory for this run, removed at the end.
+    let root: URL
+    private static let executable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
+        ?? CommandLine.arguments[0]
+
+    init(options: StressOptions) throws {
+        self.options = options
+        let parent = options.directory ?? URL(fileURLWithPath: NSTemporaryDirectory(), isDirectory: true)
+        try FileManager.default.createDirectory(at: parent, withIntermediateDirectories: true)
+        var template = Array(parent.appendingPathComponent("suite-stress.XXXXXX").path.utf8CString)
+        guard let made = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) else {
+            throw UsageError("cannot create a directory in \(parent.path): \(String(cString: strerror(errno)))")
+        }
+        root = URL(fileURLWithPath: String(cString: made), isDirectory: true)
+    }
+
+    func removeFiles() {
+        try? FileManager.default.removeItem(at: root)
+    }
+
+    func removeDirectory(_ directory: URL) {
+        try? FileManager.default.removeItem(at: directory)
+    }
+
+    /// A new empty directory inside the run's directory.
+    func freshDirectory(_ name: String) -> URL {
+        let directory = root.appendingPathComponent(name, isDirectory: true)
+        try? FileManager.default.removeItem(at: directory)
+        try? FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        return directory
+    }
+
+    /// Starts `suite-stress worker ROLE --dir DIR --key value ...`. Foundation's
+    /// UserDefaults keeps a suite in $XDG_CONFIG_HOME, so its workers get the
+    /// directory there.
+    func worker(_ role: String, in directory: URL, _ options: [String: String] = [:]) throws -> ChildProcess {
+        var arguments = ["worker", role, "--dir", directory.path]
+        for (key, value) in options.sorted(by: { $0.key < $1.key }) { arguments += ["--\(key)", value] }
+        var environment = ProcessInfo.processInfo.environment
+        environment["XDG_CONFIG_HOME"] = directory.path
+        return try ChildProcess(executable: Self.executable, arguments: arguments, environment: environment)
+    }
+}
+
+extension ChildProcess {
+    /// Waits for a line starting with `prefix`; nil at the deadline or when output ends.
+    func line(startingWith prefix: String, within timeout: Duration = .seconds(120)) -> String? {
+        waitForLine(timeout: timeout) { $0.hasPrefix(prefix) }
+    }
+
+    /// The numbers in a line such as "done 10 errors 0", by name.
+    static func fields(_ line: String?) -> [String: Int] {
+        let words = (line ?? "").split(separator: " ").map(String.init)
+        var fields: [String: Int] = [:]
+        for index in stride(from: 0, to: words.count - 1, by: 1) {
+            if let number = Int(words[index + 1]) { fields[words[index]] = number }
+        }
+        return fields
+    }
+
+    /// Whether the process ended on its own with status 0.
+    func endedCleanly(within timeout: Duration = .seconds(300)) -> Bool {
+        let ended = wait(timeout: timeout)
+        if ended == nil { kill() }
+        return ended == .exited(0)
+    }
+}

@@ -1,0 +1,71 @@
+// suite-stress: concurrency, crash and fault-injection runs over real processes.
+//
+//     suite-stress SCENARIO [--processes N] [--threads T] [--iterations K] [--duration S]
+//                           [--dir DIR] [--json] [--against foundation]
+//     suite-stress all [--quick] [--json]
+//
+// Each scenario spawns this program as its worker processes (`suite-stress worker
+// ROLE ...`) and reaps them, and ends with one summary line.
+import Foundation
+import Glibc
+import SuiteDefaults
+
+let scenarios: [(String, (StressRun) throws -> [ScenarioResult])] = [
+    ("counter", CounterScenario.run), ("distinct-keys", DistinctKeysScenario.run),
+    ("first-access", FirstAccessScenario.run), ("readers", ReadersScenario.run), ("crash", CrashScenario.run),
+    ("corrupt", CorruptScenario.run), ("notify", NotifyScenario.run), ("disk-full", DiskFullScenario.run),
+    ("fuzz", FuzzScenario.run),
+]
+
+func fail(_ message: String, status: Int32) -> Never {
+    FileHandle.standardError.write(Data("suite-stress: \(message)\n".utf8))
+    exit(status)
+}
+
+let arguments = Array(CommandLine.arguments.dropFirst())
+if arguments.first == "worker" {
+    Worker(Array(arguments.dropFirst())).run()
+}
+
+let options: StressOptions
+do {
+    options = try StressOptions(arguments)
+} catch {
+    fail("\(error.message)\n\n\(StressOptions.usage)", status: 2)
+}
+let chosen = options.scenario == "all" ? scenarios : scenarios.filter { $0.0 == options.scenario }
+guard !chosen.isEmpty else { fail("unknown scenario \(options.scenario)\n\n\(StressOptions.usage)", status: 2) }
+
+// Diagnostics of the repairs the scenarios provoke are counted, not printed.
+SuiteDiagnostics.printsToStandardError = false
+var results: [ScenarioResult] = []
+for (name, scenario) in chosen {
+    let run: StressRun
+    do {
+        run = try StressRun(options: options)
+    } catch {
+        fail("\(error)", status: 2)
+    }
+    do {
+        let outcome = try scenario(run)
+        results += outcome
+        if !options.json {
+            for result in outcome {
+                print(result.line)
+                for failure in result.failures where result.subject == "suite-defaults" { print("  FAILED: \(failure)") }
+            }
+        }
+    } catch {
+        var failed = ScenarioResult(scenario: name)
+        failed.fail("the scenario could not run: \(error)")
+        results.append(failed)
+        if !options.json { print("\(name): could not run: \(error)") }
+    }
+    run.removeFiles()
+}
+if options.json {
+    let rows = SuiteValue.array(results.map(\.jsonValue))
+    print(SuiteValue.dictionary(["scenarios": rows, "passed": .bool(results.allSatisfy { $0.subject != "suite-defaults" || $0.passed })])
+        .jsonText(pretty: false))
+}
+exit(results.allSatisfy { $0.subject != "suite-defaults" || $0.passed } ? 0 : 1)

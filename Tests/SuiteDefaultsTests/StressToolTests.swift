@@ -1,0 +1,91 @@
+import ChildProcess
+import Foundation
+import Testing
+import TestSupport
+import SuiteDefaults
+
+/// Every suite-stress scenario, run as the tool with small counts: the long runs are
+/// documented commands (Docs/Reliability.md); these catch regressions.
+@Suite("suite-stress, bounded", .serialized)
+struct StressToolTests {
+    let directory = TemporaryDirectory()
+
+    /// Runs a scenario and returns its JSON rows.
+    func run(_ arguments: [String]) throws -> [[String: SuiteValue]] {
+        let tool = try ChildProcess(executable: Products.path("suite-stress"),
+                                    arguments: arguments + ["--json", "--dir", directory.path])
+        let ended = tool.wait(timeout: .seconds(300))
+        #expect(ended == .exited(0), "\(arguments): \(tool.lines.suffix(3)) \(tool.standardError.suffix(500))")
+        guard let line = tool.lines.last, case .dictionary(let object)? = try? SuiteValue(jsonText: line),
+              case .array(let rows)? = object["scenarios"]
+        else {
+            Issue.record("no JSON from \(arguments): \(tool.lines.suffix(3))")
+            return []
+        }
+        return rows.compactMap { if case .dictionary(let row) = $0 { row } else { nil } }
+    }
+
+    func expectHeld(_ rows: [[String: SuiteValue]], _ scenario: String, sourceLocation: SourceLocation = #_sourceLocation) {
+        let ours = rows.first { $0["subject"] == "suite-defaults" }
+        #expect(ours?["scenario"] == .string(scenario), sourceLocation: sourceLocation)
+        #expect(ours?["passed"] == true, "\(ours?["failures"] ?? [])", sourceLocation: sourceLocation)
+        for field in ["lost", "torn", "crashed"] {
+            #expect(ours?[field] == 0, "\(field)", sourceLocation: sourceLocation)
+        }
+        if case .integer(let operations)? = ours?["operations"] {
+            #expect(operations > 0, sourceLocation: sourceLocation)
+        } else {
+            Issue.record("no operations", sourceLocation: sourceLocation)
+        }
+    }
+
+    @Test func counterBesideFoundation() throws {
+        let rows = try run(["counter", "--processes", "2", "--threads", "2", "--iterations", "100", "--against", "foundation"])
+        expectHeld(rows, "counter")
+        let foundation = rows.first { $0["subject"] == "foundation" }
+        #expect(foundation?["operations"] == 400, "Foundation ran the same job")
+    }
+
+    @Test func distinctKeys() throws {
+        expectHeld(try run(["distinct-keys", "--processes", "3", "--iterations", "100"]), "distinct-keys")
+    }
+
+    @Test func firstAccessBesideFoundation() throws {
+        let rows = try run(["first-access", "--iterations", "40", "--against", "foundation"])
+        expectHeld(rows, "first-access")
+        #expect(rows.count == 2)
+    }
+
+    @Test func readers() throws {
+        expectHeld(try run(["readers", "--iterations", "400"]), "readers")
+    }
+
+    @Test func crash() throws {
+        expectHeld(try run(["crash", "--iterations", "6"]), "crash")
+    }
+
+    @Test func corrupt() throws {
+        expectHeld(try run(["corrupt", "--iterations", "8"]), "corrupt")
+    }
+
+    @Test func notify() throws {
+        expectHeld(try run(["notify", "--threads", "2", "--processes", "2", "--iterations", "100"]), "notify")
+    }
+
+    @Test func diskFull() throws {
+        let rows = try run(["disk-full", "--iterations", "1"])
+        expectHeld(rows, "disk-full")
+        #expect(rows.first?["errors"] == 1, "the write past the limit failed, as it must")
+    }
+
+    @Test func fuzz() throws {
+        expectHeld(try run(["fuzz", "--iterations", "3000"]), "fuzz")
+    }
+
+    @Test func badArgumentsExitWithStatusTwo() throws {
+        for arguments in [["nonsense"], [], ["counter", "--processes", "0"], ["counter", "--against", "sqlite"]] {
+            let tool = try ChildProcess(executable: Products.path("suite-stress"), arguments: arguments)
+            #expect(tool.wait(timeout: .seconds(60)) == .exited(2), "\(arguments)")
+        }
+    }
+}
