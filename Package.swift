@@ -22,21 +22,22 @@ let package = Package(
         // The metric/imperial preference, shared through a suite; touches no file itself.
         .target(name: "UnitPreferences", dependencies: ["SuiteDefaults"]),
 
-        // Spawning, reading and reaping child processes with deadlines; used by the
-        // tests and by the tools that drive several processes.
+        // Processes: spawning, reading and reaping children with deadlines (for the
+        // tests and the tools that drive several processes), their locks as
+        // /proc/locks shows them, and clean termination on SIGINT and SIGTERM.
         .target(name: "ChildProcess"),
 
         // A `defaults`-style command-line tool over the library.
         .executableTarget(name: "suite-defaults", dependencies: ["SuiteDefaults"]),
 
         // Prints the changes of suites as they happen, from any process.
-        .executableTarget(name: "suite-watch", dependencies: ["SuiteDefaults"]),
+        .executableTarget(name: "suite-watch", dependencies: ["SuiteDefaults", "ChildProcess"]),
 
         // Concurrency, crash and fault-injection runs over real processes.
         .executableTarget(name: "suite-stress", dependencies: ["SuiteDefaults", "UnitPreferences", "ChildProcess"]),
 
         // Examples: an app family sharing one suite, and the demo that runs it.
-        .target(name: "FitnessShared", dependencies: ["SuiteDefaults", "UnitPreferences"], path: "Examples/FitnessShared"),
+        .target(name: "FitnessShared", dependencies: ["SuiteDefaults", "UnitPreferences", "ChildProcess"], path: "Examples/FitnessShared"),
         .executableTarget(name: "fitness-app", dependencies: ["FitnessShared", "SuiteDefaults", "UnitPreferences"], path: "Examples/fitness-app"),
         .executableTarget(name: "distance-widget", dependencies: ["FitnessShared", "SuiteDefaults", "UnitPreferences"], path: "Examples/distance-widget"),
         .executableTarget(name: "weight-widget", dependencies: ["FitnessShared", "SuiteDefaults", "UnitPreferences"], path: "Examples/weight-widget"),

@@ -1,3 +1,4 @@
+import ChildProcess
 import Dispatch
 import Foundation
 import Glibc
@@ -31,13 +32,7 @@ public enum Widget {
             show()
             exit(0)
         }
-        let signalSources = [SIGTERM, SIGINT].map { signalNumber in
-            signal(signalNumber, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: .main)
-            source.setEventHandler { exit(0) }
-            source.resume()
-            return source
-        }
+        TerminationSignals.handle { _ in exit(0) }
         // Observe first, then render: a change in between renders again, none is missed.
         let token: SuiteCancellable
         do {
@@ -46,6 +41,6 @@ public enum Widget {
             Output.fail("cannot watch for changes: \(error)", status: 3)
         }
         show()
-        withExtendedLifetime((token, signalSources)) { dispatchMain() }
+        withExtendedLifetime(token) { dispatchMain() }
     }
 }

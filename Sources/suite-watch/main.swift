@@ -1,4 +1,5 @@
 // suite-watch: print the changes of suites as they happen, from any process.
+import ChildProcess
 import Dispatch
 import Foundation
 import Glibc
@@ -122,18 +123,11 @@ let handler: @Sendable (SuiteChange) -> Void = { change in
     }
 }
 
-// SIGINT and SIGTERM stop the watch cleanly; set up before anything is announced.
+// SIGINT and SIGTERM stop the watch cleanly.
 let stop = Mutex<SuiteCancellable?>(nil)
-var signalSources: [DispatchSourceSignal] = []
-for signalNumber in [SIGINT, SIGTERM] {
-    signal(signalNumber, SIG_IGN)
-    let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: .main)
-    source.setEventHandler {
-        stop.withLock { $0?.cancel() }
-        exit(0)
-    }
-    source.resume()
-    signalSources.append(source)
+TerminationSignals.handle { _ in
+    stop.withLock { $0?.cancel() }
+    exit(0)
 }
 
 let token: SuiteCancellable
