@@ -10,6 +10,7 @@ let package = Package(
         .executable(name: "suite-defaults", targets: ["suite-defaults"]),
         .executable(name: "suite-watch", targets: ["suite-watch"]),
         .executable(name: "suite-stress", targets: ["suite-stress"]),
+        .executable(name: "suite-bench", targets: ["suite-bench"]),
     ],
     targets: [
         // The few things Swift cannot reach directly: atomics on shared memory and
@@ -36,6 +37,9 @@ let package = Package(
         // Concurrency, crash and fault-injection runs over real processes.
         .executableTarget(name: "suite-stress", dependencies: ["SuiteDefaults", "UnitPreferences", "ChildProcess"]),
 
+        // This library beside Foundation's UserDefaults and the system-call floor.
+        .executableTarget(name: "suite-bench", dependencies: ["SuiteDefaults", "ChildProcess", "CSuiteDefaults"]),
+
         // Examples: an app family sharing one suite, and the demo that runs it.
         .target(name: "FitnessShared", dependencies: ["SuiteDefaults", "UnitPreferences", "ChildProcess"], path: "Examples/FitnessShared"),
         .executableTarget(name: "fitness-app", dependencies: ["FitnessShared", "SuiteDefaults", "UnitPreferences"], path: "Examples/fitness-app"),
@@ -61,7 +65,7 @@ let package = Package(
         .testTarget(
             name: "SuiteDefaultsTests",
             dependencies: ["SuiteDefaults", "ChildProcess", "TestSupport", "suite-test-worker", "suite-defaults", "suite-watch",
-                           "suite-stress"]
+                           "suite-stress", "suite-bench"]
         ),
         .testTarget(
             name: "UnitPreferencesTests",

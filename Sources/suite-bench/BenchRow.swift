@@ -1,0 +1,72 @@
+import Foundation
+
+/// One row of the table: ours, Foundation's UserDefaults doing the same job, and the
+/// floor (the bare system calls that give the same guarantee), each where it applies.
+struct BenchRow: Sendable {
+    var name: String
+    var ours: Figure
+    var foundation: Figure?
+    var floor: Figure?
+    var note: String
+
+    /// A median and a 99th percentile, in microseconds unless the row's note says otherwise.
+    struct Figure: Sendable {
+        var median: Double
+        var p99: Double?
+
+        init(median: Double, p99: Double?) {
+            self.median = median
+            self.p99 = p99
+        }
+
+        init?(_ samples: Samples) {
+            guard let median = samples.median else { return nil }
+            self.init(median: median, p99: samples.p99)
+        }
+    }
+
+    /// What the figures measure.
+    enum Kind {
+        /// Microseconds; less is better.
+        case time
+        /// Commits per second; more is better.
+        case throughput
+        /// MiB of resident memory; less is better.
+        case memory
+    }
+
+    var kind: Kind {
+        switch name {
+        case "update_contended": .throughput
+        case "memory": .memory
+        default: .time
+        }
+    }
+
+    /// How many times better ours is than Foundation's (above 1: ours is better).
+    var foundationRatio: Double? {
+        guard let foundation, ours.median > 0, foundation.median > 0 else { return nil }
+        return kind == .throughput ? ours.median / foundation.median : foundation.median / ours.median
+    }
+
+    /// How many times the floor's time ours takes (1 would be the floor itself).
+    var floorRatio: Double? {
+        guard let floor, floor.median > 0, kind == .time else { return nil }
+        return ours.median / floor.median
+    }
+
+    /// The row as the JSON report has it; nulls where a column does not apply.
+    var jsonObject: [String: Any] {
+        func number(_ value: Double?) -> Any {
+            guard let value, value.isFinite else { return NSNull() }
+            return (value * 1000).rounded() / 1000
+        }
+        return [
+            "name": name,
+            "ours_median_us": number(ours.median), "ours_p99_us": number(ours.p99),
+            "foundation_median_us": number(foundation?.median), "foundation_p99_us": number(foundation?.p99),
+            "floor_median_us": number(floor?.median), "floor_p99_us": number(floor?.p99),
+            "note": note,
+        ]
+    }
+}

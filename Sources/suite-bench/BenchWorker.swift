@@ -1,0 +1,116 @@
+import Dispatch
+import Foundation
+import Glibc
+import SuiteDefaults
+
+/// A worker process: `suite-bench worker ROLE --dir DIR [--name value ...]`.
+enum BenchWorker {
+    static func say(_ line: String) {
+        let text = line + "\n"
+        _ = text.withCString { write(STDOUT_FILENO, $0, strlen($0)) }
+    }
+
+    static func run(_ arguments: [String]) -> Never {
+        // First thing, so that the cold start is measured from here.
+        let started = monotonicNanoseconds()
+        var values: [String: String] = [:]
+        var index = 1
+        while index + 1 < arguments.count {
+            values[String(arguments[index].dropFirst(2))] = arguments[index + 1]
+            index += 2
+        }
+        let directory = URL(fileURLWithPath: values["dir"] ?? ".")
+        let name = values["suite"] ?? "bench"
+        let count = Int(values["count"] ?? "0") ?? 0
+        // "go" starts the measured work; the end of input (the parent went away) ends us.
+        Thread {
+            while let line = readLine() {
+                if line == "go" { startSignal.signal() }
+            }
+            _exit(0)
+        }.start()
+        switch arguments.first {
+        case "cold":
+            let suite = try? Suite(named: name, directory: directory)
+            let value = suite?.string(forKey: "key.7")
+            say("cold \(started) \(monotonicNanoseconds()) \(value != nil)")
+        case "fd-cold":
+            let value = UserDefaults(suiteName: name)?.string(forKey: "key.7")
+            say("cold \(started) \(monotonicNanoseconds()) \(value != nil)")
+        case "contend":
+            guard let suite = try? Suite(named: name, directory: directory) else { exit(3) }
+            say("ready")
+            waitForStart()
+            for _ in 0..<count {
+                try? suite.update { tx in try tx.set((tx.integer(forKey: "counter") ?? 0) + 1, forKey: "counter") }
+            }
+            say("done \(count)")
+        case "fd-contend":
+            let defaults = UserDefaults(suiteName: name)!
+            say("ready")
+            waitForStart()
+            for _ in 0..<count {
+                defaults.synchronize()
+                defaults.set(defaults.integer(forKey: "counter") + 1, forKey: "counter")
+                defaults.synchronize()
+            }
+            say("done \(count)")
+        case "watch":
+            // Reports when each value of "t" arrived.
+            guard let suite = try? Suite(named: name, directory: directory) else { exit(3) }
+            let finished = DispatchSemaphore(value: 0)
+            let token = try? suite.observe(keys: ["t"]) { change in
+                let arrived = monotonicNanoseconds()
+                guard case .integer(let sequence)? = change.newValue else { return }
+                say("got \(sequence) \(arrived)")
+                if sequence == count - 1 { finished.signal() }
+            }
+            say("ready")
+            finished.wait()
+            withExtendedLifetime(token) {}
+        case "inotify-floor":
+            // The bare inotify wake: a watch on the file, a blocking read of the event,
+            // then a read of which write it was (the kernel merges events a reader has
+            // not taken yet, so a wake may stand for more than one write).
+            let file = directory.appendingPathComponent("floor.notify").path
+            let inotify = inotify_init1(Int32(IN_CLOEXEC))
+            let descriptor = open(file, O_RDONLY | O_CLOEXEC)
+            inotify_add_watch(inotify, file, UInt32(IN_MODIFY))
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            var sequence: UInt64 = 0
+            say("ready")
+            while sequence < UInt64(count) {
+                _ = buffer.withUnsafeMutableBytes { read(inotify, $0.baseAddress, $0.count) }
+                _ = pread(descriptor, &sequence, 8, 0)
+                say("got \(sequence) \(monotonicNanoseconds())")
+            }
+        case "memory":
+            let before = residentKiB("VmRSS")
+            let suite = try? Suite(named: name, directory: directory)
+            let keys = suite?.storedValues().count ?? 0
+            say("memory \(before) \(residentKiB("VmHWM")) \(keys)")
+        case "fd-memory":
+            let before = residentKiB("VmRSS")
+            let keys = UserDefaults(suiteName: name)?.dictionaryRepresentation().count ?? 0
+            say("memory \(before) \(residentKiB("VmHWM")) \(keys)")
+        default:
+            say("unknown role")
+            exit(2)
+        }
+        exit(0)
+    }
+
+    /// Waits for "go" on standard input (read by the thread above: a line reaches it).
+    private static func waitForStart() {
+        startSignal.wait()
+    }
+
+    static let startSignal = DispatchSemaphore(value: 0)
+
+    /// A line of /proc/self/status, in KiB.
+    static func residentKiB(_ field: String) -> Int {
+        let status = (try? String(contentsOfFile: "/proc/self/status", encoding: .utf8)) ?? ""
+        let line = status.split(separator: "\n").first { $0.hasPrefix(field + ":") } ?? ""
+        return Int(line.split(separator: " ").dropFirst().first ?? "0") ?? 0
+    }
+}

@@ -1,0 +1,40 @@
+import Foundation
+
+/// A plain SVG bar chart of the ratios, so that readers see the comparison at a
+/// glance: how many times faster than Foundation each row is, and how close to the
+/// floor (both on logarithmic scales).
+enum Chart {
+    static func svg(_ rows: [BenchRow], machine: String) -> String {
+        let faster = rows.compactMap { row in row.foundationRatio.map { (row.name, $0) } }
+        let floor = rows.compactMap { row in row.floorRatio.map { (row.name, $0) } }
+        let barHeight = 18, gap = 6, left = 170, width = 760, scale = 180.0
+        var y = 50
+        var body = ""
+        func escape(_ text: String) -> String {
+            text.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;")
+        }
+        func panel(_ title: String, _ bars: [(String, Double)], color: String, label: (Double) -> String) {
+            body += "<text x=\"10\" y=\"\(y)\" font-weight=\"bold\">\(escape(title))</text>\n"
+            y += 12
+            for (name, ratio) in bars {
+                let length = max(2, Int(log10(max(ratio, 1)) * scale))
+                body += "<text x=\"\(left - 8)\" y=\"\(y + 13)\" text-anchor=\"end\">\(escape(name))</text>\n"
+                body += "<rect x=\"\(left)\" y=\"\(y)\" width=\"\(length)\" height=\"\(barHeight)\" fill=\"\(color)\"/>\n"
+                body += "<text x=\"\(left + length + 6)\" y=\"\(y + 13)\">\(escape(label(ratio)))</text>\n"
+                y += barHeight + gap
+            }
+            y += 24
+        }
+        panel("How many times faster than Foundation's UserDefaults (log scale)", faster, color: "#2f7d4f") { String(format: "%.1f×", $0) }
+        panel("How many times the bare system-call floor (log scale; 1× is the floor)", floor, color: "#3b6ea8") { String(format: "%.1f×", $0) }
+        let height = y + 10
+        return """
+            <svg xmlns="http://www.w3.org/2000/svg" width="\(width)" height="\(height)" font-family="sans-serif" font-size="12">
+            <rect width="100%" height="100%" fill="white"/>
+            <text x="10" y="24" font-size="15" font-weight="bold">suite-bench: medians, side by side in one run</text>
+            <text x="10" y="40" fill="#555">\(escape(machine))</text>
+            \(body)</svg>
+
+            """
+    }
+}

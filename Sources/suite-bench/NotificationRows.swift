@@ -1,0 +1,67 @@
+import ChildProcess
+import Foundation
+import Glibc
+import SuiteDefaults
+
+extension Bench {
+    /// From a write's return in this process to the observer's delivery in another,
+    /// with 1 and with 8 watching processes.
+    func notificationRows() throws -> [BenchRow] {
+        let writes = options.samples(500, quick: 50)
+        let floor = try inotifyFloor(writes)
+        return try [1, 8].map { watchers in
+            let suite = try self.suite("notify\(watchers)", keys: 10)
+            let processes = try (0..<watchers).map { _ in try worker("watch", ["suite": "notify\(watchers)", "count": "\(writes)"]) }
+            for process in processes { _ = try process.expect("ready") }
+            var returned: [UInt64] = []
+            for sequence in 0..<writes {
+                try suite.set(sequence, forKey: "t")
+                returned.append(monotonicNanoseconds())
+                usleep(1_000)
+            }
+            var latencies = Samples()
+            for process in processes {
+                _ = try process.expect("got \(writes - 1) ")
+                for line in process.lines where line.hasPrefix("got ") {
+                    let fields = line.split(separator: " ")
+                    guard fields.count == 3, let sequence = Int(fields[1]), let arrived = UInt64(fields[2]), sequence < writes else { continue }
+                    latencies.add((Double(arrived) - Double(returned[sequence])) / 1_000)
+                }
+                process.closeInput()
+                _ = process.wait(timeout: .seconds(60))
+            }
+            guard latencies.values.count == watchers * writes else {
+                throw UsageError("the watchers received \(latencies.values.count) of \(watchers * writes) changes")
+            }
+            return BenchRow(name: "notify_\(watchers)", ours: .init(latencies)!, foundation: nil, floor: .init(floor),
+                            note: String(format: "from a write's return to delivery in another process, %d watching, %d changes each; max %.0f µs; floor: a bare inotify wake after a write; Foundation delivers none across processes",
+                                         watchers, writes, latencies.maximum ?? 0))
+        }
+    }
+
+    /// A process blocked on inotify, woken by a write to the file it watches.
+    private func inotifyFloor(_ writes: Int) throws -> Samples {
+        let path = root.appendingPathComponent("floor.notify").path
+        let descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        defer { close(descriptor) }
+        let watcher = try worker("inotify-floor", ["count": "\(writes)"])
+        _ = try watcher.expect("ready")
+        // Writes 1 ... writes; the watcher reports each it saw.
+        var returned: [UInt64] = [0]
+        for sequence in 1...UInt64(writes) {
+            var word = sequence
+            _ = pwrite(descriptor, &word, 8, 0)
+            returned.append(monotonicNanoseconds())
+            usleep(1_000)
+        }
+        _ = try watcher.expect("got \(writes) ")
+        var samples = Samples()
+        for line in watcher.lines where line.hasPrefix("got ") {
+            let fields = line.split(separator: " ")
+            if fields.count == 3, let sequence = Int(fields[1]), sequence > 0, sequence <= writes, let arrived = UInt64(fields[2]) {
+                samples.add((Double(arrived) - Double(returned[sequence])) / 1_000)
+            }
+        }
+        return samples
+    }
+}

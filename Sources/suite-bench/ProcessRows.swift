@@ -1,0 +1,78 @@
+import ChildProcess
+import Foundation
+import Glibc
+import SuiteDefaults
+
+extension Bench {
+    /// Four processes incrementing one counter at once: commits per second, and the
+    /// count checked at the end.
+    func contendedUpdateRow() throws -> (BenchRow, verified: Bool) {
+        func run(_ role: String, _ name: String, _ each: Int) throws -> (perSecond: Double, final: Int) {
+            let workers = try (0..<4).map { _ in try worker(role, ["suite": name, "count": "\(each)"]) }
+            for process in workers { _ = try process.expect("ready") }
+            let start = monotonicNanoseconds()
+            for process in workers { process.send("go\n") }
+            for process in workers { _ = try process.expect("done", within: .seconds(3_600)) }
+            let seconds = Double(monotonicNanoseconds() - start) / 1e9
+            for process in workers { _ = process.wait(timeout: .seconds(60)) }
+            let final = role == "contend" ? (try Suite(named: name, directory: root).integer(forKey: "counter") ?? 0)
+                : UserDefaults(suiteName: name)?.integer(forKey: "counter") ?? 0
+            return (Double(4 * each) / seconds, final)
+        }
+        let each = options.samples(20_000, quick: 1_000), foundationEach = options.samples(300, quick: 30)
+        _ = try suite("contended", keys: 0)
+        let ours = try run("contend", "contended", each)
+        UserDefaults(suiteName: "fd-contended")?.set(0, forKey: "counter")
+        UserDefaults(suiteName: "fd-contended")?.synchronize()
+        let foundation = try run("fd-contend", "fd-contended", foundationEach)
+        let verified = ours.final == 4 * each
+        let row = BenchRow(name: "update_contended", ours: .init(median: ours.perSecond, p99: nil),
+                           foundation: .init(median: foundation.perSecond, p99: nil), floor: nil,
+                           note: "commits per second (not µs) across 4 processes; ours ended at \(ours.final) of \(4 * each) (\(verified ? "exact" : "WRONG")), Foundation at \(foundation.final) of \(4 * foundationEach)")
+        return (row, verified)
+    }
+
+    /// Process start → open the suite → first read, with a 100-key suite.
+    func coldStartRow() throws -> BenchRow {
+        _ = try suite("cold", keys: 100)
+        _ = foundationSuite("cold", keys: 100)
+        func run(_ role: String) throws -> (library: Samples, whole: Samples) {
+            var library = Samples(), whole = Samples()
+            for _ in 0..<options.samples(60, quick: 10) {
+                let spawned = monotonicNanoseconds()
+                let process = try worker(role, ["suite": "cold"])
+                let fields = try process.expect("cold").split(separator: " ")
+                _ = process.wait(timeout: .seconds(60))
+                guard fields.count == 4, let start = UInt64(fields[1]), let read = UInt64(fields[2]), fields[3] == "true" else {
+                    throw UsageError("a cold start (\(role)) did not read its value: \(fields)")
+                }
+                library.add(Double(read - start) / 1_000)
+                whole.add(Double(read - spawned) / 1_000)
+            }
+            return (library, whole)
+        }
+        let ours = try run("cold"), foundation = try run("fd-cold")
+        let floor = Floor.openAndRead(options.samples(2_000, quick: 200), path: root.appendingPathComponent("cold.suite").path)
+        return BenchRow(name: "cold_start", ours: .init(ours.library)!, foundation: .init(foundation.library), floor: .init(floor),
+                        note: String(format: "the library part, from the worker's first statement to the first value read; from spawn it is %.0f µs (Foundation %.0f µs); floor: open + fstat + pread + close of the file",
+                                     ours.whole.median ?? 0, foundation.whole.median ?? 0))
+    }
+
+    /// Peak resident memory of a process holding a 10,000-key suite.
+    func memoryRow() throws -> BenchRow {
+        _ = try suite("memory", keys: 10_000)
+        _ = foundationSuite("memory", keys: 10_000)
+        func run(_ role: String) throws -> (peak: Double, baseline: Double) {
+            let fields = try worker(role, ["suite": "memory"]).expect("memory").split(separator: " ")
+            guard fields.count == 4, let before = Double(fields[1]), let peak = Double(fields[2]), fields[3] == "10000" else {
+                throw UsageError("a memory probe did not load 10,000 keys")
+            }
+            return (peak / 1_024, before / 1_024)
+        }
+        let ours = try run("memory"), foundation = try run("fd-memory")
+        let dataSize = Double((try? FileManager.default.attributesOfItem(atPath: root.appendingPathComponent("memory.suite").path)[.size] as? Int) ?? 0) / 1_048_576
+        return BenchRow(name: "memory", ours: .init(median: ours.peak, p99: nil), foundation: .init(median: foundation.peak, p99: nil),
+                        floor: .init(median: dataSize, p99: nil),
+                        note: String(format: "MiB, not µs: peak RSS (VmHWM) of a process holding a 10,000-key suite; %.1f MiB of it is the process before opening; floor: the suite file's size", ours.baseline))
+    }
+}

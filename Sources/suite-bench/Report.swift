@@ -1,0 +1,101 @@
+import Foundation
+import Glibc
+
+/// The table, the targets, and the JSON report.
+enum Report {
+    /// What this machine is: processor, cores, kernel, and the file system measured on.
+    static func machine(directory: URL) -> String {
+        let cpu = ((try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8)) ?? "").split(separator: "\n")
+            .first { $0.hasPrefix("model name") }.map { String($0.split(separator: ":").last ?? "").trimmingCharacters(in: .whitespaces) } ?? "unknown processor"
+        var names = utsname()
+        uname(&names)
+        let kernel = withUnsafeBytes(of: names.release) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+        // The file system of the longest mount point that holds the directory.
+        let mounts = ((try? String(contentsOfFile: "/proc/self/mounts", encoding: .utf8)) ?? "").split(separator: "\n")
+            .map { $0.split(separator: " ").map(String.init) }.filter { $0.count >= 3 }
+        let type = mounts.filter { directory.path.hasPrefix($0[1]) }.max { $0[1].count < $1[1].count }?[2] ?? "unknown file system"
+        return "\(cpu), \(sysconf(Int32(_SC_NPROCESSORS_ONLN))) cores, Linux \(kernel), \(type)"
+    }
+
+    static func format(_ value: Double?, unit: String) -> String {
+        guard let value else { return "—" }
+        let number = value >= 1_000 ? String(format: "%.0f", value) : value >= 10 ? String(format: "%.1f", value) : String(format: "%.2f", value)
+        return number + " " + unit
+    }
+
+    static func unit(_ row: BenchRow) -> String {
+        switch row.kind {
+        case .time: "µs"
+        case .throughput: "/s"
+        case .memory: "MiB"
+        }
+    }
+
+    /// "37.3× faster", "49.5× more", "1.2× less".
+    static func comparison(_ row: BenchRow) -> String {
+        guard let ratio = row.foundationRatio else { return "—" }
+        let word = switch row.kind {
+        case .time: "faster"
+        case .throughput: "more"
+        case .memory: "less"
+        }
+        return String(format: "%.1f× ", ratio) + word
+    }
+
+    static func table(_ rows: [BenchRow]) -> String {
+        func pad(_ text: String, _ width: Int) -> String { text.count >= width ? text : String(repeating: " ", count: width - text.count) + text }
+        var lines = ["row                      ours p50       p99 |  Foundation p50       p99   ours is |   floor p50       p99  floor ×"]
+        for row in rows {
+            let unit = unit(row)
+            var line = row.name.padding(toLength: 20, withPad: " ", startingAt: 0)
+            line += pad(format(row.ours.median, unit: unit), 13) + pad(format(row.ours.p99, unit: unit), 10) + " |"
+            line += pad(format(row.foundation?.median, unit: unit), 15) + pad(format(row.foundation?.p99, unit: unit), 10)
+            line += pad(comparison(row), 15) + " |"
+            line += pad(format(row.floor?.median, unit: unit), 12) + pad(format(row.floor?.p99, unit: unit), 10)
+            line += pad(row.floorRatio.map { String(format: "%.1f×", $0) } ?? "—", 9)
+            lines.append(line)
+        }
+        return lines.joined(separator: "\n")
+    }
+
+    /// The targets of the benchmark issue, each met or missed.
+    static func targets(_ rows: [BenchRow], verified: Bool) -> [(String, Bool)] {
+        func row(_ name: String) -> BenchRow? { rows.first { $0.name == name } }
+        var targets: [(String, Bool)] = []
+        if let set = row("set") {
+            targets.append(("set median ≤ 10 µs, within 5× of the append floor (\(format(set.ours.median, unit: "µs")), \(String(format: "%.1f×", set.floorRatio ?? 0)))",
+                            set.ours.median <= 10 && (set.floorRatio ?? .infinity) <= 5))
+            targets.append(("set ≥ 40× faster than Foundation's persisted set (\(String(format: "%.0f×", set.foundationRatio ?? 0)))",
+                            (set.foundationRatio ?? 0) >= 40))
+        }
+        if let get = row("get") {
+            targets.append(("fresh get ≤ 0.2 µs and faster than Foundation's stale cached get (\(format(get.ours.median, unit: "µs")) vs \(format(get.foundation?.median, unit: "µs")))",
+                            get.ours.median <= 0.2 && get.ours.median < (get.foundation?.median ?? 0)))
+        }
+        if let writes = row("writes100") {
+            targets.append(("100 writes ≤ 2 ms (\(format(writes.ours.median, unit: "µs")))", writes.ours.median <= 2_000))
+        }
+        if let contended = row("update_contended") {
+            targets.append(("contended update ≥ 20,000 commits/s across 4 processes, exact count (\(format(contended.ours.median, unit: "/s")))",
+                            contended.ours.median >= 20_000 && verified))
+        }
+        if let small = row("scale_10"), let large = row("scale_10000") {
+            targets.append(("set at 10,000 keys within 2× of set at 10 keys (\(String(format: "%.2f×", large.ours.median / small.ours.median)))",
+                            large.ours.median <= 2 * small.ours.median))
+        }
+        if let notify = row("notify_8") {
+            targets.append(("notification with 8 watchers: p50 ≤ 250 µs, p99 ≤ 2 ms (\(format(notify.ours.median, unit: "µs")), \(format(notify.ours.p99, unit: "µs")))",
+                            notify.ours.median <= 250 && (notify.ours.p99 ?? .infinity) <= 2_000))
+        }
+        if let cold = row("cold_start") {
+            targets.append(("cold start to first read ≤ 0.3 ms for the library part (\(format(cold.ours.median, unit: "µs")))", cold.ours.median <= 300))
+        }
+        return targets
+    }
+
+    static func json(_ rows: [BenchRow], machine: String) -> String {
+        let object: [String: Any] = ["machine": machine, "rows": rows.map(\.jsonObject)]
+        let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data()
+        return String(decoding: data, as: UTF8.self)
+    }
+}

@@ -1,0 +1,59 @@
+import Foundation
+import Glibc
+
+/// Durations in microseconds, and their percentiles.
+struct Samples: Sendable {
+    private(set) var values: [Double] = []
+
+    init(_ values: [Double] = []) {
+        self.values = values
+    }
+
+    mutating func add(_ microseconds: Double) { values.append(microseconds) }
+
+    var isEmpty: Bool { values.isEmpty }
+
+    /// The value below which `fraction` of the samples lie (nearest rank).
+    func percentile(_ fraction: Double) -> Double? {
+        guard !values.isEmpty else { return nil }
+        let sorted = values.sorted()
+        let rank = Int((fraction * Double(sorted.count)).rounded(.up)) - 1
+        return sorted[min(max(rank, 0), sorted.count - 1)]
+    }
+
+    var median: Double? { percentile(0.5) }
+    var p99: Double? { percentile(0.99) }
+    var maximum: Double? { values.max() }
+}
+
+/// CLOCK_MONOTONIC, in nanoseconds: one clock for every process of the machine.
+func monotonicNanoseconds() -> UInt64 {
+    var now = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &now)
+    return UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)
+}
+
+/// Times each call of `body` on its own.
+func measureEach(_ count: Int, warmUp: Int = 0, _ body: (Int) throws -> Void) rethrows -> Samples {
+    for index in 0..<warmUp { try body(index) }
+    var samples = Samples()
+    for index in 0..<count {
+        let start = monotonicNanoseconds()
+        try body(index)
+        samples.add(Double(monotonicNanoseconds() - start) / 1_000)
+    }
+    return samples
+}
+
+/// Times batches of `batch` calls and keeps the time per call of each batch: for
+/// operations so short that reading the clock around each would dominate.
+func measureBatches(_ batches: Int, of batch: Int, _ body: (Int) -> Void) -> Samples {
+    for index in 0..<batch { body(index) }
+    var samples = Samples()
+    for round in 0..<batches {
+        let start = monotonicNanoseconds()
+        for index in 0..<batch { body(round &* batch &+ index) }
+        samples.add(Double(monotonicNanoseconds() - start) / 1_000 / Double(batch))
+    }
+    return samples
+}

@@ -1,0 +1,102 @@
+// suite-bench: this library, Foundation's UserDefaults and the bare system calls,
+// measured side by side in one run.
+//
+//     suite-bench [--quick] [--json] [--dir DIR] [--svg FILE]
+//
+// It prints a table of medians and 99th percentiles with the ratios, and whether each
+// target is met; --json prints one object instead, and --svg writes a chart.
+import Foundation
+import Glibc
+import SuiteDefaults
+
+func fail(_ message: String, status: Int32) -> Never {
+    FileHandle.standardError.write(Data("suite-bench: \(message)\n".utf8))
+    exit(status)
+}
+
+let arguments = Array(CommandLine.arguments.dropFirst())
+if arguments.first == "worker" { BenchWorker.run(Array(arguments.dropFirst())) }
+
+let options: BenchOptions
+do {
+    options = try BenchOptions(arguments)
+} catch {
+    fail("\(error.message)\n\(BenchOptions.usage)", status: 2)
+}
+
+// A directory of our own, where UserDefaults must keep its files too, never in the
+// user's ~/.config. Foundation reads XDG_CONFIG_HOME before main runs, so the
+// program starts itself again with it set.
+let rootVariable = "SUITE_BENCH_RUN_DIRECTORY"
+guard let rootPath = ProcessInfo.processInfo.environment[rootVariable] else {
+    let parent = options.directory ?? URL(fileURLWithPath: NSTemporaryDirectory(), isDirectory: true)
+    try? FileManager.default.createDirectory(at: parent, withIntermediateDirectories: true)
+    var template = Array(parent.appendingPathComponent("suite-bench.XXXXXX").path.utf8CString)
+    guard let made = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) else {
+        fail("cannot create a directory in \(parent.path)", status: 2)
+    }
+    setenv(rootVariable, made, 1)
+    setenv("XDG_CONFIG_HOME", made, 1)
+    let argv = CommandLine.arguments.map { strdup($0) } + [nil]
+    execv("/proc/self/exe", argv)
+    fail("cannot start again: \(String(cString: strerror(errno)))", status: 2)
+}
+let root = URL(fileURLWithPath: rootPath, isDirectory: true)
+let bench = Bench(options: options, root: root)
+let machine = Report.machine(directory: root)
+
+func progress(_ text: String) {
+    if !options.json { FileHandle.standardError.write(Data("measuring \(text)…\n".utf8)) }
+}
+
+var rows: [BenchRow] = []
+var verified = false
+do {
+    progress("set")
+    rows.append(try bench.setRow())
+    progress("get")
+    rows += try bench.getRows()
+    progress("100 writes")
+    rows.append(try bench.writes100Row())
+    progress("update")
+    rows.append(try bench.updateRow())
+    progress("contended update")
+    let (contended, exact) = try bench.contendedUpdateRow()
+    rows.append(contended)
+    verified = exact
+    progress("scaling")
+    rows += try bench.scalingRows()
+    progress("notification latency")
+    rows += try bench.notificationRows()
+    progress("cold start")
+    rows.append(try bench.coldStartRow())
+    progress("durable set")
+    rows.append(try bench.durableRow())
+    progress("memory")
+    rows.append(try bench.memoryRow())
+} catch let error as UsageError {
+    try? FileManager.default.removeItem(at: root)
+    fail(error.message, status: 1)
+} catch {
+    try? FileManager.default.removeItem(at: root)
+    fail("\(error)", status: 1)
+}
+try? FileManager.default.removeItem(at: root)
+
+if options.json {
+    print(Report.json(rows, machine: machine))
+} else {
+    print("suite-bench\(options.quick ? " --quick" : ""), \(machine)\n")
+    print(Report.table(rows))
+    print("\nTargets:")
+    for (target, met) in Report.targets(rows, verified: verified) { print("  \(met ? "met   " : "MISSED") \(target)") }
+}
+if let svg = options.svg {
+    do {
+        try Chart.svg(rows, machine: machine).write(to: svg, atomically: true, encoding: .utf8)
+    } catch {
+        fail("cannot write \(svg.path): \(error)", status: 1)
+    }
+}
+// Timings vary; a count that does not verify is a failure.
+exit(verified ? 0 : 1)
