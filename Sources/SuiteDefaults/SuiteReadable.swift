@@ -31,13 +31,20 @@ extension SuiteReadable {
     }
 
     /// A string; nil when absent or not a string.
-    public func string(forKey key: String) -> String? { value(String.self, forKey: key) }
+    public func string(forKey key: String) -> String? {
+        // Written out rather than through value(_:forKey:): the most frequent read.
+        guard case .string(let string)? = value(forKey: key) else { return nil }
+        return string
+    }
     /// An integer; nil when absent or not an integer (a double holding an integer exactly counts).
     public func integer(forKey key: String) -> Int? { value(Int.self, forKey: key) }
     /// A double; nil when absent or not a number.
     public func double(forKey key: String) -> Double? { value(Double.self, forKey: key) }
     /// A Boolean; nil when absent or not a Boolean.
-    public func bool(forKey key: String) -> Bool? { value(Bool.self, forKey: key) }
+    public func bool(forKey key: String) -> Bool? {
+        guard case .bool(let flag)? = value(forKey: key) else { return nil }
+        return flag
+    }
     /// Bytes; nil when absent or not data.
     public func data(forKey key: String) -> Data? { value(Data.self, forKey: key) }
     /// A date; nil when absent or not a date.

@@ -22,10 +22,8 @@ struct FormatTests {
 
     @Test(arguments: [0, 1, 127, 128, 300, 16383, 16384, 1 << 32, UInt64.max])
     func varintsRoundTrip(_ value: UInt64) throws {
-        var writer = ByteWriter()
-        writer.appendVarint(value)
-        #expect(writer.count == ByteWriter.varintSize(value))
-        let (decoded, atEnd) = try writer.bytes.withUnsafeBytes { buffer in
+        let bytes = ByteWriter.bytes(count: ByteWriter.varintSize(value)) { $0.appendVarint(value) }
+        let (decoded, atEnd) = try bytes.withUnsafeBytes { buffer in
             var reader = ByteReader(buffer)
             return (try reader.readVarint(), reader.isAtEnd)
         }
@@ -50,10 +48,9 @@ struct FormatTests {
 
     @Test(arguments: samples)
     func valuesRoundTripThroughTheEncoding(_ value: SuiteValue) throws {
-        var writer = ByteWriter()
-        ValueEncoding.encode(value, into: &writer)
-        #expect(try ValueEncoding.measure(value) == writer.count)
-        let (decoded, atEnd) = try writer.bytes.withUnsafeBytes { buffer in
+        // Encoding traps unless it writes exactly the measured size.
+        let bytes = ByteWriter.bytes(count: try ValueEncoding.measure(value)) { ValueEncoding.encode(value, into: &$0) }
+        let (decoded, atEnd) = try bytes.withUnsafeBytes { buffer in
             var reader = ByteReader(buffer)
             return (try ValueEncoding.decode(from: &reader), reader.isAtEnd)
         }

@@ -1,46 +1,77 @@
-/// Appends the little-endian encodings the file format uses to a byte array.
-struct ByteWriter {
-    var bytes: [UInt8] = []
+import Foundation
 
-    init(capacity: Int = 0) {
-        bytes.reserveCapacity(capacity)
+/// Writes the file format's little-endian encodings into a buffer whose size is known
+/// in advance (every encoding's size is computed first), with no growing and no copy.
+/// Every write is bounds-checked: a wrong size traps rather than overwrite memory.
+struct ByteWriter {
+    private let buffer: UnsafeMutableRawBufferPointer
+    /// How many bytes have been written.
+    private(set) var count = 0
+
+    /// Makes `size` bytes with `body`, which must write exactly that many.
+    static func bytes(count size: Int, _ body: (inout ByteWriter) -> Void) -> [UInt8] {
+        [UInt8](unsafeUninitializedCapacity: size) { storage, initialized in
+            var writer = ByteWriter(buffer: UnsafeMutableRawBufferPointer(storage))
+            body(&writer)
+            precondition(writer.count == size, "encoded \(writer.count) bytes where \(size) were computed")
+            initialized = size
+        }
     }
 
-    var count: Int { bytes.count }
+    private init(buffer: UnsafeMutableRawBufferPointer) {
+        self.buffer = buffer
+    }
+
+    /// The bytes written so far.
+    var written: UnsafeRawBufferPointer { UnsafeRawBufferPointer(rebasing: buffer[..<count]) }
+
+    private mutating func claim(_ size: Int) -> Int {
+        precondition(size <= buffer.count - count, "encoding overruns its computed size")
+        defer { count += size }
+        return count
+    }
 
     mutating func append(_ byte: UInt8) {
-        bytes.append(byte)
+        buffer[claim(1)] = byte
     }
 
     mutating func append<T: FixedWidthInteger>(littleEndian value: T) {
-        withUnsafeBytes(of: value.littleEndian) { bytes.append(contentsOf: $0) }
+        buffer.storeBytes(of: value.littleEndian, toByteOffset: claim(MemoryLayout<T>.size), as: T.self)
     }
 
     /// Unsigned LEB128: seven bits a byte, low bits first, high bit set on all but the last.
     mutating func appendVarint(_ value: UInt64) {
         var rest = value
         while rest >= 0x80 {
-            bytes.append(UInt8(truncatingIfNeeded: rest) | 0x80)
+            append(UInt8(truncatingIfNeeded: rest) | 0x80)
             rest >>= 7
         }
-        bytes.append(UInt8(rest))
+        append(UInt8(rest))
     }
 
-    mutating func append<Bytes: Collection<UInt8>>(contentsOf other: Bytes) {
-        bytes.append(contentsOf: other)
+    mutating func append(contentsOf bytes: UnsafeRawBufferPointer) {
+        guard !bytes.isEmpty else { return }
+        let start = claim(bytes.count)
+        (buffer.baseAddress! + start).copyMemory(from: bytes.baseAddress!, byteCount: bytes.count)
     }
 
-    /// A length-prefixed byte string.
-    mutating func appendLengthPrefixed<Bytes: Collection<UInt8>>(_ other: Bytes) {
-        appendVarint(UInt64(other.count))
-        bytes.append(contentsOf: other)
+    mutating func append(contentsOf bytes: [UInt8]) {
+        bytes.withUnsafeBytes { append(contentsOf: $0) }
     }
 
-    /// Overwrites four bytes at `offset` (for fields known only at the end).
-    mutating func patch(littleEndian value: UInt32, at offset: Int) {
-        withUnsafeBytes(of: value.littleEndian) { raw in
-            for index in 0..<4 { bytes[offset + index] = raw[index] }
+    /// A length-prefixed UTF-8 string.
+    mutating func appendLengthPrefixed(_ string: String) {
+        var string = string
+        string.withUTF8 { utf8 in
+            appendVarint(UInt64(utf8.count))
+            append(contentsOf: UnsafeRawBufferPointer(utf8))
         }
+    }
+
+    /// Length-prefixed bytes.
+    mutating func appendLengthPrefixed(_ data: Data) {
+        appendVarint(UInt64(data.count))
+        data.withUnsafeBytes { append(contentsOf: $0) }
     }
 
     static func varintSize(_ value: UInt64) -> Int {

@@ -13,16 +13,15 @@ enum DataFileHeader {
     static let magic: [UInt8] = [0x89, 0x53, 0x44, 0x46, 0x0D, 0x0A, 0x1A, 0x0A]
 
     static func encode(fileID: UInt64) -> [UInt8] {
-        var writer = ByteWriter(capacity: size)
-        writer.append(contentsOf: magic)
-        writer.append(littleEndian: version)
-        writer.append(littleEndian: UInt16(size))
-        writer.append(littleEndian: UInt32(0))
-        writer.append(littleEndian: fileID)
-        writer.append(littleEndian: UInt32(0))
-        let checksum = writer.bytes.withUnsafeBytes { CRC32C.checksum(UnsafeRawBufferPointer(rebasing: $0[..<28])) }
-        writer.append(littleEndian: checksum)
-        return writer.bytes
+        ByteWriter.bytes(count: size) { writer in
+            writer.append(contentsOf: magic)
+            writer.append(littleEndian: version)
+            writer.append(littleEndian: UInt16(size))
+            writer.append(littleEndian: UInt32(0))
+            writer.append(littleEndian: fileID)
+            writer.append(littleEndian: UInt32(0))
+            writer.append(littleEndian: CRC32C.checksum(writer.written))
+        }
     }
 
     enum Decoded: Equatable {

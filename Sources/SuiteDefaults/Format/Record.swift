@@ -62,31 +62,29 @@ enum RecordFormat {
             case .removeAll: payloadSize += 1
             }
         }
-        var writer = ByteWriter(capacity: overhead + payloadSize)
-        writer.append(littleEndian: magic)
-        writer.append(littleEndian: UInt32(0))  // payload length, patched below
-        writer.append(littleEndian: record.sequence)
-        writer.append(littleEndian: record.timestamp)
-        writer.append(littleEndian: record.pid)
-        writer.append(littleEndian: record.kind.rawValue)
-        writer.append(littleEndian: UInt16(0))
-        for operation in record.operations {
-            switch operation {
-            case .set(let key, let value, _):
-                writer.append(OperationCode.set.rawValue)
-                writer.appendLengthPrefixed(key.utf8)
-                ValueEncoding.encode(value, into: &writer)
-            case .remove(let key):
-                writer.append(OperationCode.remove.rawValue)
-                writer.appendLengthPrefixed(key.utf8)
-            case .removeAll:
-                writer.append(OperationCode.removeAll.rawValue)
+        return ByteWriter.bytes(count: overhead + payloadSize) { writer in
+            writer.append(littleEndian: magic)
+            writer.append(littleEndian: UInt32(payloadSize))
+            writer.append(littleEndian: record.sequence)
+            writer.append(littleEndian: record.timestamp)
+            writer.append(littleEndian: record.pid)
+            writer.append(littleEndian: record.kind.rawValue)
+            writer.append(littleEndian: UInt16(0))
+            for operation in record.operations {
+                switch operation {
+                case .set(let key, let value, _):
+                    writer.append(OperationCode.set.rawValue)
+                    writer.appendLengthPrefixed(key)
+                    ValueEncoding.encode(value, into: &writer)
+                case .remove(let key):
+                    writer.append(OperationCode.remove.rawValue)
+                    writer.appendLengthPrefixed(key)
+                case .removeAll:
+                    writer.append(OperationCode.removeAll.rawValue)
+                }
             }
+            writer.append(littleEndian: CRC32C.checksum(UnsafeRawBufferPointer(rebasing: writer.written[4...])))
         }
-        writer.patch(littleEndian: UInt32(writer.count - headerSize), at: 4)
-        let checksum = writer.bytes.withUnsafeBytes { CRC32C.checksum(UnsafeRawBufferPointer(rebasing: $0[4...])) }
-        writer.append(littleEndian: checksum)
-        return writer.bytes
     }
 
     enum ParseOutcome {

@@ -59,7 +59,7 @@ enum ValueEncoding {
         switch value {
         case .string(let string):
             writer.append(Tag.string.rawValue)
-            writer.appendLengthPrefixed(string.utf8)
+            writer.appendLengthPrefixed(string)
         case .integer(let number):
             writer.append(Tag.integer.rawValue)
             writer.append(littleEndian: Int64(number))
@@ -83,7 +83,7 @@ enum ValueEncoding {
             writer.appendVarint(UInt64(entries.count))
             // Sorted, so that equal dictionaries always encode to equal bytes.
             for key in entries.keys.sorted() {
-                writer.appendLengthPrefixed(key.utf8)
+                writer.appendLengthPrefixed(key)
                 encode(entries[key]!, into: &writer)
             }
         case .json(let data):

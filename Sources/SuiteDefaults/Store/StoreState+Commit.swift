@@ -9,7 +9,7 @@ extension StoreState {
     /// next writer acts on. A failed write is cut off again, leaving the file as it was.
     func commit(_ operations: [Operation], durability: Suite.Durability, options: Suite.Options) throws {
         guard writable, let header else {
-            throw SuiteError(.readOnly, suite: suite, path: files.directory.pathOf(files.dataName),
+            throw SuiteError(.readOnly, suite: suite, path: files.dataPath,
                              message: "This process may only read the suite (its files or directory are not writable).")
         }
         guard !operations.isEmpty else {
@@ -34,7 +34,7 @@ extension StoreState {
         SuiteFaultInjection.reach(.commitStarted)
         do {
             try bytes.withUnsafeBytes { raw in
-                let path = files.directory.pathOf(files.dataName)
+                let path = files.dataPath
                 if SuiteFaultInjection.isArmed(.partialRecordWritten) {
                     let half = raw.count / 2
                     try dataFile.write(UnsafeRawBufferPointer(rebasing: raw[..<half]), at: start, path: path)
@@ -80,7 +80,7 @@ extension StoreState {
             // Someone put a file there without taking the lock. Read it now, and let
             // the caller decide again with what it holds.
             try rebuild()
-            throw SuiteError(.ioFailure, suite: suite, path: files.directory.pathOf(files.dataName),
+            throw SuiteError(.ioFailure, suite: suite, path: files.dataPath,
                              message: "A suite file appeared that no process wrote under the lock; nothing was written. Try again.")
         } catch {
             new.descriptor.close()
@@ -92,7 +92,7 @@ extension StoreState {
         // is about to go.
         new.descriptor.close()
         guard let descriptor = try files.openDataFile(writable: true) else {
-            throw SuiteError(.ioFailure, suite: suite, path: files.directory.pathOf(files.dataName),
+            throw SuiteError(.ioFailure, suite: suite, path: files.dataPath,
                              message: "The new suite file disappeared as it was created; nothing was written. Try again.")
         }
         let generation = header.generation
@@ -149,7 +149,7 @@ extension StoreState {
     /// `fdatasync` of the data file and `fsync` of the directory.
     func synchronizeToDisk() throws {
         do {
-            try dataFile?.synchronizeData(path: files.directory.pathOf(files.dataName))
+            try dataFile?.synchronizeData(path: files.dataPath)
             try files.directory.synchronize()
         } catch {
             throw files.error(error, doing: "flush the suite to disk")

@@ -30,7 +30,7 @@ extension StoreState {
         }
         guard let descriptor else {
             if header.isValid && header.dataFileID != 0 {
-                diagnose(.dataFileMissing, path: files.directory.pathOf(files.dataName),
+                diagnose(.dataFileMissing, path: files.dataPath,
                          "The suite file disappeared or was emptied while its lock file remained; the suite starts empty.")
             }
             dataFile?.close()
@@ -67,7 +67,7 @@ extension StoreState {
             }
         case .tornTail:
             do {
-                try descriptor.truncate(to: scan.validEnd, path: files.directory.pathOf(files.dataName))
+                try descriptor.truncate(to: scan.validEnd, path: files.dataPath)
             } catch {
                 descriptor.close()
                 throw files.error(error, doing: "cut off an unfinished write")

@@ -64,7 +64,7 @@ final class StoreState: @unchecked Sendable {
         }
         if writable && header == nil {
             lockFile.close()
-            throw SuiteError(.ioFailure, suite: files.suite, path: files.directory.pathOf(files.lockName), errno: errno,
+            throw SuiteError(.ioFailure, suite: files.suite, path: files.lockPath, errno: errno,
                              message: "Could not map the suite's lock file into memory; the file system may not support shared mappings.")
         }
         return (lockFile, header, writable)
@@ -88,12 +88,12 @@ final class StoreState: @unchecked Sendable {
 
     func withFileLock<R>(_ kind: FileDescriptor.LockKind, _ body: () throws -> R) throws -> R {
         do {
-            try lockFile.lock(kind, path: files.directory.pathOf(files.lockName))
+            try lockFile.lock(kind, path: files.lockPath)
             // A lock on a lock file that lost its name excludes no newcomer, who opens
             // the new file by that name: follow the name.
             while try lockFile.status().linkCount == 0 {
                 try replaceUnlinkedLockFile()
-                try lockFile.lock(kind, path: files.directory.pathOf(files.lockName))
+                try lockFile.lock(kind, path: files.lockPath)
             }
         } catch {
             throw files.error(error, doing: "lock the suite")
@@ -347,10 +347,10 @@ final class StoreState: @unchecked Sendable {
         do {
             return try bytes.withUnsafeBytes { try DataFileScan.scan($0, committedLength: committedLength) }
         } catch DataFileScan.Refusal.foreign {
-            throw SuiteError(.foreignFile, suite: suite, path: files.directory.pathOf(files.dataName),
+            throw SuiteError(.foreignFile, suite: suite, path: files.dataPath,
                              message: "This file is not a suite file, so it was left untouched. Move it away, or choose another suite name.")
         } catch DataFileScan.Refusal.unsupported(let version) {
-            throw SuiteError(.unsupportedVersion, suite: suite, path: files.directory.pathOf(files.dataName),
+            throw SuiteError(.unsupportedVersion, suite: suite, path: files.dataPath,
                              message: "The suite file has format version \(version), newer than this library's \(DataFileHeader.version); update the library that reads it.")
         }
     }

@@ -27,6 +27,17 @@ struct SuiteContents: Sendable {
 
     /// The live size after `operations`, without applying them.
     func liveBytes(after operations: [Operation]) -> Int {
+        // The common commit, one write, needs no bookkeeping of earlier operations.
+        if operations.count == 1, let operation = operations.first {
+            switch operation {
+            case .set(let key, _, let size):
+                return liveBytes - (entries[key]?.size ?? 0) + RecordFormat.size(ofSetting: key, valueSize: size)
+            case .remove(let key):
+                return liveBytes - (entries[key]?.size ?? 0)
+            case .removeAll:
+                return 0
+            }
+        }
         var total = liveBytes
         var sizes: [String: Int] = [:]
         var cleared = false
@@ -94,9 +105,21 @@ struct SuiteContents: Sendable {
         }
     }
 
+    /// Applies a record, computing no changes.
     mutating func apply(_ record: Record) {
-        var none: [KeyChange]? = nil
-        apply(record, changes: &none)
+        if record.kind == .snapshot { clear() }
+        for operation in record.operations {
+            switch operation {
+            case .set(let key, let value, let size):
+                let entry = Entry(value: value, size: RecordFormat.size(ofSetting: key, valueSize: size))
+                liveBytes += entry.size - (entries.updateValue(entry, forKey: key)?.size ?? 0)
+            case .remove(let key):
+                liveBytes -= entries.removeValue(forKey: key)?.size ?? 0
+            case .removeAll:
+                clear()
+            }
+        }
+        lastSequence = record.sequence
     }
 
     private mutating func clear() {

@@ -14,12 +14,25 @@ struct SuiteFiles {
     let suite: String
     let directory: DirectoryHandle
     let sharing: Suite.Sharing
+    // Names and paths are made once: commits use them (in messages) every time.
+    let dataName: String
+    let lockName: String
+    let dataPath: String
+    let lockPath: String
 
     static let dataSuffix = ".suite"
     static let lockSuffix = ".suite.lock"
 
-    var dataName: String { suite + Self.dataSuffix }
-    var lockName: String { suite + Self.lockSuffix }
+    init(suite: String, directory: DirectoryHandle, sharing: Suite.Sharing) {
+        self.suite = suite
+        self.directory = directory
+        self.sharing = sharing
+        dataName = suite + Self.dataSuffix
+        lockName = suite + Self.lockSuffix
+        dataPath = directory.pathOf(dataName)
+        lockPath = directory.pathOf(lockName)
+    }
+
     var temporaryPrefix: String { dataName + ".tmp." }
     var fileMode: mode_t { sharing == .group ? 0o660 : 0o600 }
 

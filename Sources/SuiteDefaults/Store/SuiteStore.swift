@@ -86,7 +86,17 @@ final class SuiteStore: Sendable {
     /// Runs `body` on the current contents. A failure to refresh is reported as a
     /// diagnostic, and the last contents read are used.
     func read<R>(_ body: (SuiteContents) -> R) -> R {
-        withState { state in
+        // The fresh case, by far the most frequent, touches nothing but the freshness
+        // check and the contents.
+        checkNotInsideTransaction()
+        var result: R?
+        let fresh = state.withLock { state in
+            guard state.isFresh else { return false }
+            result = body(state.contents)
+            return true
+        }
+        if fresh, let result { return result }
+        return withState { state in
             do {
                 try state.refresh()
                 state.lastRefreshFailure = nil
