@@ -20,8 +20,10 @@ import Foundation
 public final class Suite: SuiteWritable, Sendable {
     /// The suite's name, as given.
     public let name: String
-    /// The directory that holds the suite's files.
-    public let directory: URL
+    /// The directory that holds the suite's files, standardized.
+    public var directory: URL { URL(fileURLWithPath: directoryPath, isDirectory: true) }
+    /// The directory's path, standardized.
+    let directoryPath: String
     /// The options this instance was opened with.
     public let options: Options
     let store: SuiteStore
@@ -44,11 +46,10 @@ public final class Suite: SuiteWritable, Sendable {
     ///   usable (another user's, a symbolic link, another format), or failed I/O.
     public init(named name: String, directory: URL? = nil, options: Options = Options()) throws {
         try Validation.checkSuiteName(name)
-        let directory = (directory ?? Suite.defaultDirectory()).standardizedFileURL
         self.name = name
-        self.directory = directory
+        self.directoryPath = PathNormalization.standardized((directory ?? Suite.defaultDirectory()).filePath)
         self.options = options
-        self.store = try StoreRegistry.store(named: name, directoryPath: directory.path, sharing: options.sharing)
+        self.store = try StoreRegistry.store(named: name, directoryPath: directoryPath, sharing: options.sharing)
     }
 
     /// Checks a suite name without opening anything.
@@ -59,10 +60,10 @@ public final class Suite: SuiteWritable, Sendable {
     }
 
     /// The suite's data file: `NAME.suite` in its directory (absent until the first write).
-    public var fileURL: URL { directory.appendingPathComponent(name + SuiteFiles.dataSuffix) }
+    public var fileURL: URL { URL(fileURLWithPath: directoryPath + "/" + name + SuiteFiles.dataSuffix) }
 
     /// The suite's lock file, `NAME.suite.lock`: the target of every process's `flock`.
-    public var lockFileURL: URL { directory.appendingPathComponent(name + SuiteFiles.lockSuffix) }
+    public var lockFileURL: URL { URL(fileURLWithPath: directoryPath + "/" + name + SuiteFiles.lockSuffix) }
 
     // MARK: Reading
 

@@ -31,7 +31,7 @@ extension Suite {
     /// Whether a suite file exists, without opening or creating anything.
     public static func exists(named name: String, directory: URL? = nil) -> Bool {
         guard (try? Validation.checkSuiteName(name)) != nil else { return false }
-        let path = (directory ?? defaultDirectory()).appendingPathComponent(name + SuiteFiles.dataSuffix).path
+        let path = (directory ?? defaultDirectory()).appendingPathComponent(name + SuiteFiles.dataSuffix).filePath
         var status = stat()
         return lstat(path, &status) == 0 && FileStatus(status).isRegularFile
     }
@@ -40,7 +40,7 @@ extension Suite {
     ///
     /// - Throws: `SuiteError` with code `.notFound` when the directory does not exist.
     public static func names(in directory: URL? = nil) throws -> [String] {
-        let path = (directory ?? defaultDirectory()).path
+        let path = (directory ?? defaultDirectory()).filePath
         let handle: DirectoryHandle
         do {
             handle = try DirectoryHandle.open(path: path)

@@ -154,3 +154,11 @@ struct MagicTests {
         #expect(DataFileHeader.magic == [0x89] + Array("SDF\r\n".utf8) + [0x1A, 0x0A])
     }
 }
+
+@Suite("Paths are standardized as URL does it")
+struct PathNormalizationTests {
+    @Test(arguments: ["/", "/a", "/a/", "//a//b/", "/a/./b", "/a/../b", "/../a", "/a/b/../../c", "/a/b/..", "/tmp//suite-defaults-test.x/", "/a/.../b", "/a/..b/c."])
+    func matchesStandardizedFileURL(_ path: String) {
+        #expect(PathNormalization.standardized(path) == URL(fileURLWithPath: path).standardizedFileURL.path, "\(path)")
+    }
+}

@@ -48,13 +48,13 @@ final class DirectoryObservation: Sendable {
     private let opening = DispatchQueue(label: "suite-defaults.directory-observation")
 
     init(directory: URL, keys: Set<String>?, options: Suite.Options, handler: @escaping @Sendable (SuiteChange) -> Void) throws {
-        self.directory = directory.standardizedFileURL
+        self.directory = URL(fileURLWithPath: PathNormalization.standardized(directory.filePath), isDirectory: true)
         self.keys = keys
         self.options = options
         self.handler = handler
         do {
-            handle = try DirectoryHandle.open(path: self.directory.path)
-            let status = try handle.descriptor.status(path: self.directory.path)
+            handle = try DirectoryHandle.open(path: self.directory.filePath)
+            let status = try handle.descriptor.status(path: self.directory.filePath)
             identity = DirectoryIdentity(device: status.device, inode: status.inode)
         } catch {
             throw SuiteError(error, suite: nil, doing: "watch the suite directory")
@@ -90,7 +90,7 @@ final class DirectoryObservation: Sendable {
                 let token = try suite.store.addObserver(keys: keys, initialValues: initialValues, handler: handler)
                 observed.suites[name] = (suite, token)
             } catch {
-                SuiteDiagnostics.report(SuiteDiagnostic(kind: .refreshFailed, suite: name, directory: directory.path,
+                SuiteDiagnostics.report(SuiteDiagnostic(kind: .refreshFailed, suite: name, directory: directory.filePath,
                                                         message: "Could not observe the suite: \(error)"))
             }
         }

@@ -36,7 +36,7 @@ enum StoreRegistry {
         let opened = try SuiteStore(name: name, directory: directory, identity: identity, sharing: sharing)
         return stores.withLock { stores in
             if let raced = stores[key]?.store { return raced }
-            stores = stores.filter { $0.value.store != nil }
+            if stores.values.contains(where: { $0.store == nil }) { stores = stores.filter { $0.value.store != nil } }
             stores[key] = WeakStore(opened)
             return opened
         }

@@ -15,12 +15,27 @@ final class SuiteStore: Sendable {
     /// The thread inside an `update` block, to catch a block that calls back into
     /// the suite (which would deadlock) with a clear message.
     private let transactionThread = Atomic<UInt>(0)
-    /// Where observers' handlers run, one change at a time, in commit order.
-    private let delivery: DispatchQueue
-    /// Where this suite catches up when the change watcher says its file changed, so
-    /// that a suite whose lock is held for long delays no other suite's changes.
-    private let refreshing: DispatchQueue
+    /// The queues of observation, made with the first observer: a process that only
+    /// reads and writes never starts libdispatch for them.
+    private struct ObserverQueues: @unchecked Sendable {
+        /// Where observers' handlers run, one change at a time, in commit order.
+        let delivery: DispatchQueue
+        /// Where this suite catches up when the change watcher says its file changed,
+        /// so that a suite whose lock is held for long delays no other suite's changes.
+        let refreshing: DispatchQueue
+    }
+    private let observerQueues = Mutex<ObserverQueues?>(nil)
     private let refreshScheduled = Atomic<Bool>(false)
+
+    private var queues: ObserverQueues {
+        observerQueues.withLock { queues in
+            if let queues { return queues }
+            let made = ObserverQueues(delivery: DispatchQueue(label: "suite-defaults.changes.\(name)"),
+                                      refreshing: DispatchQueue(label: "suite-defaults.refresh.\(name)"))
+            queues = made
+            return made
+        }
+    }
     private let nextObserverID = Atomic<UInt64>(1)
     /// The directory's device and inode, for the change watcher.
     let directoryIdentity: DirectoryIdentity
@@ -32,8 +47,6 @@ final class SuiteStore: Sendable {
         self.directoryPath = directory.path
         self.directoryIdentity = identity
         self.watchPath = "/proc/self/fd/\(directory.descriptor.rawValue)"
-        self.delivery = DispatchQueue(label: "suite-defaults.changes.\(name)")
-        self.refreshing = DispatchQueue(label: "suite-defaults.refresh.\(name)")
         let state = try StoreState(files: SuiteFiles(suite: name, directory: directory, sharing: sharing))
         // Read the suite now, so that a foreign or unreadable file fails the open.
         try state.refresh()
@@ -74,7 +87,7 @@ final class SuiteStore: Sendable {
         let changes = state.pendingChanges
         let sinks = Array(state.observers.values)
         state.pendingChanges = []
-        delivery.async {
+        queues.delivery.async {
             for change in changes {
                 for sink in sinks { sink.receive(change) }
             }
@@ -243,7 +256,7 @@ final class SuiteStore: Sendable {
                                     pid: 0, isFromThisProcess: false, kind: kind, timestamp: now)
                     }
                 }
-                delivery.async { initial.forEach(sink.receive) }
+                queues.delivery.async { initial.forEach(sink.receive) }
             }
             state.observers[id] = sink
         }
@@ -268,7 +281,7 @@ final class SuiteStore: Sendable {
     /// waiting to start are covered by it.
     func scheduleRefreshForObservers() {
         guard !refreshScheduled.exchange(true, ordering: .acquiringAndReleasing) else { return }
-        refreshing.async { [self] in
+        queues.refreshing.async { [self] in
             refreshScheduled.store(false, ordering: .releasing)
             refreshForObservers()
         }
@@ -293,11 +306,11 @@ final class SuiteStore: Sendable {
 
     /// Runs `work` on the observers' queue after the changes already queued.
     func enqueueForObservers(_ work: @escaping @Sendable () -> Void) {
-        delivery.async(execute: work)
+        queues.delivery.async(execute: work)
     }
 
     /// Waits until every change found so far has been handed to the observers.
     func waitForDelivery() {
-        delivery.sync {}
+        queues.delivery.sync {}
     }
 }
