@@ -6,9 +6,13 @@ import Foundation
 enum Chart {
     static func svg(_ rows: [BenchRow], machine: String) -> String {
         let faster = rows.compactMap { row in row.foundationRatio.map { (row.name, $0) } }
-        let floor = rows.compactMap { row in row.floorRatio.map { (row.name, $0) } }
-        let barHeight = 18, gap = 6, left = 170, width = 760, scale = 180.0
-        var y = 50
+        // get_foundation_sync has the same "ours" as get: its floor bar would repeat get's.
+        let floor = rows.filter { $0.name != "get_foundation_sync" }.compactMap { row in row.floorRatio.map { (row.name, $0) } }
+        let barHeight = 18, gap = 6, left = 170, width = 760
+        // The longest bar, with its label, fits the width.
+        let largest = (faster + floor).map { log10(max($0.1, 1)) }.max() ?? 1
+        let scale = Double(width - left - 70) / max(largest, 1)
+        var y = 72
         var body = ""
         func escape(_ text: String) -> String {
             text.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;")

@@ -15,8 +15,11 @@ extension Bench {
             for process in workers { _ = try process.expect("done", within: .seconds(3_600)) }
             let seconds = Double(monotonicNanoseconds() - start) / 1e9
             for process in workers { _ = process.wait(timeout: .seconds(60)) }
+            // UserDefaults answers from its cache until synchronize() reads the file again.
+            let defaults = role == "contend" ? nil : UserDefaults(suiteName: name)
+            defaults?.synchronize()
             let final = role == "contend" ? (try Suite(named: name, directory: root).integer(forKey: "counter") ?? 0)
-                : UserDefaults(suiteName: name)?.integer(forKey: "counter") ?? 0
+                : defaults?.integer(forKey: "counter") ?? 0
             return (Double(4 * each) / seconds, final)
         }
         let each = options.samples(20_000, quick: 1_000), foundationEach = options.samples(300, quick: 30)
