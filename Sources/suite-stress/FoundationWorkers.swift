@@ -50,11 +50,7 @@ extension Worker {
         case "fd-getter":
             // The naive first-access getter: read; if nothing, detect; check again;
             // write; re-read.
-            Worker.say("ready")
-            while true {
-                let command = nextLine()
-                guard command.hasPrefix("go ") else { break }
-                let name = String(command.dropFirst(3))
+            forEachTrial { name in
                 let defaults = UserDefaults(suiteName: name)!
                 if defaults.string(forKey: "units.system") == nil {
                     let detected = "metric"
@@ -65,19 +61,15 @@ extension Worker {
                     }
                 }
                 defaults.synchronize()
-                Worker.say("got \(name) \(defaults.string(forKey: "units.system") ?? "none")")
+                return "got \(name) \(defaults.string(forKey: "units.system") ?? "none")"
             }
 
         case "fd-setter":
-            Worker.say("ready")
-            while true {
-                let command = nextLine()
-                guard command.hasPrefix("go ") else { break }
-                let name = String(command.dropFirst(3))
+            forEachTrial { name in
                 let defaults = UserDefaults(suiteName: name)!
                 defaults.set("imperial", forKey: "units.system")
                 defaults.synchronize()
-                Worker.say("set \(name)")
+                return "set \(name)"
             }
 
         case "fd-invariant-writer":

@@ -72,32 +72,16 @@ extension Worker {
             // For each "go SUITE": the shared unit system of a fresh suite, detected
             // from --lang when nothing is stored.
             let environment = ["LANG": string("lang")]
-            Worker.say("ready")
-            while true {
-                let command = nextLine()
-                guard command.hasPrefix("go ") else { break }
-                let name = String(command.dropFirst(3))
-                do {
-                    let system = try UnitSystem.current(in: open(name), environment: environment)
-                    Worker.say("got \(name) \(system.rawValue)")
-                } catch {
-                    Worker.say("got \(name) error")
-                }
+            forEachTrial { name in
+                let system = try? UnitSystem.current(in: open(name), environment: environment)
+                return "got \(name) \(system?.rawValue ?? "error")"
             }
 
         case "setter":
             // For each "go SUITE": the user's explicit choice, imperial.
-            Worker.say("ready")
-            while true {
-                let command = nextLine()
-                guard command.hasPrefix("go ") else { break }
-                let name = String(command.dropFirst(3))
-                do {
-                    try UnitSystem.setCurrent(.imperial, in: open(name))
-                    Worker.say("set \(name)")
-                } catch {
-                    Worker.say("set \(name) error")
-                }
+            forEachTrial { name in
+                let stored = (try? UnitSystem.setCurrent(.imperial, in: open(name))) != nil
+                return "set \(name)\(stored ? "" : " error")"
             }
 
         case "invariant-writer":

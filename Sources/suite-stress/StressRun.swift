@@ -51,6 +51,21 @@ struct StressRun: Sendable {
     }
 }
 
+extension StressRun {
+    /// Starts workers, waits until all are ready, starts them at once ("go"), and waits
+    /// for each to report "done"; returns their errors and how many did not end cleanly.
+    func runTogether(_ workers: [ChildProcess], within timeout: Duration = .seconds(3_600)) -> (errors: Int, crashed: Int) {
+        var errors = 0, crashed = 0
+        for worker in workers where worker.line(startingWith: "ready") == nil { crashed += 1 }
+        for worker in workers { worker.send("go\n") }
+        for worker in workers {
+            errors += ChildProcess.fields(worker.line(startingWith: "done", within: timeout)).errors
+            if !worker.endedCleanly() { crashed += 1 }
+        }
+        return (errors, crashed)
+    }
+}
+
 extension ChildProcess {
     /// Waits for a line starting with `prefix`; nil at the deadline or when output ends.
     func line(startingWith prefix: String, within timeout: Duration = .seconds(120)) -> String? {

@@ -67,6 +67,18 @@ struct Worker: Sendable {
     /// The next line of standard input.
     func nextLine() -> String { lines.pop() }
 
+    /// For each "go SUITE" line on standard input, runs `trial` with the suite's name
+    /// and says what it returns; any other line ends the trials.
+    func forEachTrial(_ trial: (String) -> String) {
+        Worker.say("ready")
+        while true {
+            let command = nextLine()
+            guard command.hasPrefix("go ") else { return }
+            let name = String(command.dropFirst(3))
+            Worker.say(trial(name))
+        }
+    }
+
     /// Whether a line of standard input is waiting (a stop signal for loops).
     var hasInput: Bool { lines.hasLine }
 

@@ -24,12 +24,9 @@ enum CounterScenario {
                 try stress.worker(foundation ? "fd-increment" : "increment", in: directory,
                                   ["suite": "counter", "threads": "\(threads)", "count": "\(iterations)"])
             }
-            for worker in workers where worker.line(startingWith: "ready") == nil { result.crashed += 1 }
-            for worker in workers { worker.send("go\n") }
-            for worker in workers {
-                result.errors += ChildProcess.fields(worker.line(startingWith: "done")).errors
-                if !worker.endedCleanly() { result.crashed += 1 }
-            }
+            let outcome = stress.runTogether(workers)
+            result.errors += outcome.errors
+            result.crashed += outcome.crashed
         }, &result)
         let final = foundation ? (foundationSuite("counter", in: directory)?["counter"] as? Int ?? 0)
             : (try Suite(named: "counter", directory: directory).integer(forKey: "counter") ?? 0)

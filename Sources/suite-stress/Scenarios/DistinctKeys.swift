@@ -21,12 +21,9 @@ enum DistinctKeysScenario {
                 try stress.worker(foundation ? "fd-write-keys" : "write-keys", in: directory,
                                   ["suite": "keys", "prefix": "w\(index)", "count": "\(keys)"])
             }
-            for worker in workers where worker.line(startingWith: "ready") == nil { result.crashed += 1 }
-            for worker in workers { worker.send("go\n") }
-            for worker in workers {
-                result.errors += ChildProcess.fields(worker.line(startingWith: "done")).errors
-                if !worker.endedCleanly() { result.crashed += 1 }
-            }
+            let outcome = stress.runTogether(workers)
+            result.errors += outcome.errors
+            result.crashed += outcome.crashed
         }, &result)
         result.operations = processes * keys
         if foundation {

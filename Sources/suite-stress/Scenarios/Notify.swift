@@ -35,12 +35,9 @@ enum NotifyScenario {
                 try stress.worker(foundation ? "fd-write-keys" : "write-keys", in: directory,
                                   ["suite": "stream", "prefix": "w\(index)", "count": "\(writes)", "keys": "16"])
             }
-            for writer in writers where writer.line(startingWith: "ready") == nil { result.crashed += 1 }
-            for writer in writers { writer.send("go\n") }
-            for writer in writers {
-                result.errors += ChildProcess.fields(writer.line(startingWith: "done", within: .seconds(3_600))).errors
-                if !writer.endedCleanly() { result.crashed += 1 }
-            }
+            let outcome = stress.runTogether(writers)
+            result.errors += outcome.errors
+            result.crashed += outcome.crashed
             // The last commit: every watcher stops when it sees it.
             if !foundation { try Suite(named: "stream", directory: directory).set(true, forKey: "stop") }
             for watcher in watchers {
