@@ -6,6 +6,8 @@ struct BenchOptions: Sendable {
     var json = false
     var directory: URL?
     var svg: URL?
+    /// `-h` or `--help`: print the usage and exit 0.
+    var help = false
 
     static let usage = "usage: suite-bench [--quick] [--json] [--dir DIR] [--svg FILE]"
 
@@ -15,6 +17,7 @@ struct BenchOptions: Sendable {
             switch arguments[index] {
             case "--quick": quick = true
             case "--json": json = true
+            case "-h", "--help": help = true
             case "--dir", "--svg":
                 guard index + 1 < arguments.count else { throw UsageError("\(arguments[index]) needs a path") }
                 let url = URL(fileURLWithPath: arguments[index + 1])

@@ -23,6 +23,10 @@ do {
 } catch {
     fail("\(error.message)\n\(BenchOptions.usage)", status: 2)
 }
+if options.help {
+    print(BenchOptions.usage)
+    exit(0)
+}
 
 // A directory of our own, where UserDefaults must keep its files too, never in the
 // user's ~/.config. Foundation reads XDG_CONFIG_HOME before main runs, so the

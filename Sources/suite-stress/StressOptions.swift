@@ -11,6 +11,8 @@ struct StressOptions: Sendable {
     var json = false
     var againstFoundation = false
     var quick = false
+    /// `-h` or `--help`: print the usage and exit 0.
+    var help = false
 
     static let usage = """
         usage: suite-stress SCENARIO [--processes N] [--threads T] [--iterations K] [--duration S]
@@ -44,6 +46,7 @@ struct StressOptions: Sendable {
             case "--dir": directory = URL(fileURLWithPath: try value("--dir"), isDirectory: true)
             case "--json": json = true
             case "--quick": quick = true
+            case "-h", "--help": help = true
             case "--against":
                 guard try value("--against") == "foundation" else { throw UsageError("--against takes foundation") }
                 againstFoundation = true
@@ -55,7 +58,7 @@ struct StressOptions: Sendable {
             }
             index += 1
         }
-        guard !scenario.isEmpty else { throw UsageError("name a scenario") }
+        guard help || !scenario.isEmpty else { throw UsageError("name a scenario") }
     }
 
     /// A count given on the command line, else the quick or the default one.

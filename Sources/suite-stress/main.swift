@@ -33,6 +33,10 @@ do {
 } catch {
     fail("\(error.message)\n\n\(StressOptions.usage)", status: 2)
 }
+if options.help {
+    print(StressOptions.usage)
+    exit(0)
+}
 let chosen = options.scenario == "all" ? scenarios : scenarios.filter { $0.0 == options.scenario }
 guard !chosen.isEmpty else { fail("unknown scenario \(options.scenario)\n\n\(StressOptions.usage)", status: 2) }
 

@@ -58,6 +58,25 @@ struct FormatTests {
         #expect(atEnd)
     }
 
+    /// Strings are read on two paths: ASCII as it stands, anything else validated.
+    @Test(arguments: [
+        ([UInt8]("plain ascii".utf8), "plain ascii" as String?), ([], ""), ([0x61, 0x00, 0x7F], "a\u{0}\u{7F}"),
+        ([UInt8]("ascii then ✓".utf8), "ascii then ✓"), ([0x61, 0xC3, 0xA9], "aé"),
+        ([0x80], nil), ([0x61, 0xFF], nil), ([0x61, 0xC3], nil), ([0xED, 0xA0, 0x80], nil), ([0xC0, 0xAF], nil),
+    ])
+    func stringsAreReadAsUTF8AndInvalidBytesAreRejected(_ bytes: [UInt8], _ expected: String?) throws {
+        let length = UInt64(bytes.count)
+        let encoded = ByteWriter.bytes(count: ByteWriter.varintSize(length) + bytes.count) { writer in
+            writer.appendVarint(length)
+            writer.append(contentsOf: bytes)
+        }
+        let read: String? = encoded.withUnsafeBytes { buffer in
+            var reader = ByteReader(buffer)
+            return try? reader.readString()
+        }
+        #expect(read == expected)
+    }
+
     @Test func recordsRoundTripAndEveryCutIsIncomplete() throws {
         let record = Record(kind: .transaction, sequence: 9, timestamp: 1_700_000_000_000_000_000, pid: 4242, operations: [
             .set(key: "units.system", value: "imperial", size: try ValueEncoding.measure("imperial")),

@@ -3,18 +3,15 @@ import Synchronization
 /// Gives every `Suite` instance of one suite in this process the same `SuiteStore`,
 /// as long as any of them is alive, so they share one cache and one set of files.
 enum StoreRegistry {
-    private struct Key: Hashable {
-        var device: UInt64
-        var inode: UInt64
-        var name: String
-    }
-
     private final class WeakStore {
         weak var store: SuiteStore?
         init(_ store: SuiteStore) { self.store = store }
     }
 
-    private static let stores = Mutex<[Key: WeakStore]>([:])
+    /// Keyed by the directory's device and inode and the suite's name, as text: a
+    /// dictionary keyed by a struct of our own costs a new process a runtime
+    /// conformance lookup the first time it opens a suite, a String key does not.
+    private static let stores = Mutex<[String: WeakStore]>([:])
 
     static func store(named name: String, directoryPath: String, sharing: Suite.Sharing) throws -> SuiteStore {
         let directory = try SuiteFiles.openDirectory(path: directoryPath, sharing: sharing, suite: name)
@@ -26,7 +23,7 @@ enum StoreRegistry {
             throw SuiteError(error, suite: name, doing: "inspect the suite directory")
         }
         let identity = DirectoryIdentity(device: status.device, inode: status.inode)
-        let key = Key(device: status.device, inode: status.inode, name: name)
+        let key = "\(status.device):\(status.inode)/\(name)"
         if let existing = stores.withLock({ $0[key]?.store }) {
             directory.close()
             return existing
