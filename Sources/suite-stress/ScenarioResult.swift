@@ -46,6 +46,22 @@ struct ScenarioResult: Sendable {
     mutating func figure(_ name: String, _ value: Int) {
         figures.append((name, value))
     }
+
+    /// Adds a further round of the same scenario (`--duration`): counts and times add
+    /// up, a `slowest_…` figure keeps the larger, the `seed` keeps the first round's.
+    mutating func absorb(_ round: ScenarioResult) {
+        operations += round.operations
+        lost += round.lost
+        torn += round.torn
+        errors += round.errors
+        crashed += round.crashed
+        seconds += round.seconds
+        for (index, (name, value)) in figures.enumerated() {
+            guard let other = round.figures.first(where: { $0.0 == name })?.1 else { continue }
+            figures[index].1 = name == "seed" ? value : name.hasPrefix("slowest_") ? max(value, other) : value + other
+        }
+        for failure in round.failures { fail(failure) }
+    }
 }
 
 /// Measures a scenario's wall-clock time.

@@ -6,6 +6,7 @@ struct StressOptions: Sendable {
     var processes: Int?
     var threads: Int?
     var iterations: Int?
+    /// Seconds to go on repeating the scenario for; nil runs it once.
     var duration: Double?
     var directory: URL?
     var json = false
@@ -20,6 +21,8 @@ struct StressOptions: Sendable {
                suite-stress all [--quick] [--json]
 
         scenarios: counter, distinct-keys, first-access, readers, crash, corrupt, notify, disk-full, fuzz
+        --duration S repeats the scenario, round after round, until S seconds have passed,
+        and adds the rounds up; it stops at the first round that finds a failure.
         Each ends with one line: SCENARIO: OPS ops, LOST lost, TORN torn, ERRORS errors, SECONDS s
         The exit status is 1 when an invariant failed, 2 for a usage error.
         """

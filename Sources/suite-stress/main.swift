@@ -4,6 +4,7 @@
 //                           [--dir DIR] [--json] [--against foundation]
 //     suite-stress all [--quick] [--json]
 //
+// --duration S repeats the scenario until S seconds have passed: the long runs.
 // Each scenario spawns this program as its worker processes (`suite-stress worker
 // ROLE ...`) and reaps them, and ends with one summary line.
 import Foundation
@@ -43,15 +44,36 @@ guard !chosen.isEmpty else { fail("unknown scenario \(options.scenario)\n\n\(Str
 // Diagnostics of the repairs the scenarios provoke are counted, not printed.
 SuiteDiagnostics.printsToStandardError = false
 var results: [ScenarioResult] = []
+/// Runs a scenario once, or with --duration round after round until the time is up,
+/// each round in a directory of its own.
+func rounds(of scenario: (StressRun) throws -> [ScenarioResult]) throws -> [ScenarioResult] {
+    let clock = ContinuousClock()
+    let deadline = options.duration.map { clock.now + .milliseconds(Int($0 * 1000)) }
+    var total: [ScenarioResult] = []
+    var count = 0
+    repeat {
+        let run: StressRun
+        do {
+            run = try StressRun(options: options)
+        } catch {
+            fail("\(error)", status: 2)
+        }
+        defer { run.removeFiles() }
+        let round = try scenario(run)
+        total = total.isEmpty ? round : zip(total, round).map { sum, next in
+            var sum = sum
+            sum.absorb(next)
+            return sum
+        }
+        count += 1
+    } while deadline.map { clock.now < $0 } == true && total.allSatisfy { $0.subject != "suite-defaults" || $0.passed }
+    if options.duration != nil { total = total.map { var result = $0; result.figure("rounds", count); return result } }
+    return total
+}
+
 for (name, scenario) in chosen {
-    let run: StressRun
     do {
-        run = try StressRun(options: options)
-    } catch {
-        fail("\(error)", status: 2)
-    }
-    do {
-        let outcome = try scenario(run)
+        let outcome = try rounds(of: scenario)
         results += outcome
         if !options.json {
             for result in outcome {
@@ -65,7 +87,6 @@ for (name, scenario) in chosen {
         results.append(failed)
         if !options.json { print("\(name): could not run: \(error)") }
     }
-    run.removeFiles()
 }
 if options.json {
     let rows = SuiteValue.array(results.map(\.jsonValue))

@@ -46,6 +46,23 @@ struct StressToolTests {
         #expect(foundation?["operations"] == 400, "Foundation ran the same job")
     }
 
+    /// --duration goes on, round after round, until the time is up, and adds the rounds up.
+    @Test func durationRepeatsRoundsAndAddsThemUp() throws {
+        let clock = ContinuousClock()
+        let start = clock.now
+        let rows = try run(["counter", "--processes", "2", "--threads", "1", "--iterations", "50", "--duration", "1"])
+        let elapsed = clock.now - start
+        expectHeld(rows, "counter")
+        guard case .integer(let rounds)? = rows.first?["rounds"] else {
+            Issue.record("no rounds figure: \(rows)")
+            return
+        }
+        #expect(rounds >= 1)
+        #expect(rows.first?["operations"] == .integer(100 * rounds))
+        #expect(rows.first?["final"] == .integer(100 * rounds), "every round's count was exact")
+        #expect(elapsed >= .seconds(1), "it stopped before the duration was up")
+    }
+
     @Test func distinctKeys() throws {
         expectHeld(try run(["distinct-keys", "--processes", "3", "--iterations", "100"]), "distinct-keys")
     }
