@@ -43,7 +43,6 @@ guard !chosen.isEmpty else { fail("unknown scenario \(options.scenario)\n\n\(Str
 
 // Diagnostics of the repairs the scenarios provoke are counted, not printed.
 SuiteDiagnostics.printsToStandardError = false
-var results: [ScenarioResult] = []
 /// Runs a scenario once, or with --duration round after round until the time is up,
 /// each round in a directory of its own.
 func rounds(of scenario: (StressRun) throws -> [ScenarioResult]) throws -> [ScenarioResult] {
@@ -71,6 +70,7 @@ func rounds(of scenario: (StressRun) throws -> [ScenarioResult]) throws -> [Scen
     return total
 }
 
+var results: [ScenarioResult] = []
 for (name, scenario) in chosen {
     do {
         let outcome = try rounds(of: scenario)
