@@ -5,7 +5,7 @@ import SuiteDefaults
 struct ScenarioResult: Sendable {
     var scenario: String
     /// "suite-defaults" or "foundation".
-    var subject = "suite-defaults"
+    var subject: String
     var operations = 0
     var lost = 0
     var torn = 0
@@ -18,10 +18,21 @@ struct ScenarioResult: Sendable {
     /// What went wrong, when an invariant failed (ours only; Foundation is expected to fail).
     var failures: [String] = []
 
+    /// A result of this library, or of Foundation's UserDefaults run beside it.
+    init(scenario: String, foundation: Bool = false) {
+        self.scenario = scenario
+        subject = foundation ? "foundation" : "suite-defaults"
+    }
+
+    var isOurs: Bool { subject == "suite-defaults" }
+
     var passed: Bool { lost == 0 && torn == 0 && crashed == 0 && failures.isEmpty }
 
+    /// Only our failures fail a run: Foundation's are what the comparison reports.
+    var failsTheRun: Bool { isOurs && !passed }
+
     var line: String {
-        let name = subject == "suite-defaults" ? scenario : "\(scenario) (\(subject))"
+        let name = isOurs ? scenario : "\(scenario) (\(subject))"
         var text = "\(name): \(operations) ops, \(lost) lost, \(torn) torn, \(errors) errors, \(String(format: "%.2f", seconds)) s"
         if crashed > 0 { text += ", \(crashed) crashed" }
         if !figures.isEmpty { text += " [" + figures.map { "\($0.0) \($0.1)" }.joined(separator: ", ") + "]" }

@@ -52,17 +52,24 @@ struct StressRun: Sendable {
 }
 
 extension StressRun {
+    /// A scenario's run on this library, then, with `--against foundation`, the same
+    /// run on Foundation's UserDefaults.
+    func oursThenFoundation(_ once: (_ foundation: Bool) throws -> ScenarioResult) rethrows -> [ScenarioResult] {
+        var results = [try once(false)]
+        if options.againstFoundation { results.append(try once(true)) }
+        return results
+    }
+
     /// Starts workers, waits until all are ready, starts them at once ("go"), and waits
-    /// for each to report "done"; returns their errors and how many did not end cleanly.
-    func runTogether(_ workers: [ChildProcess], within timeout: Duration = .seconds(3_600)) -> (errors: Int, crashed: Int) {
-        var errors = 0, crashed = 0
-        for worker in workers where worker.line(startingWith: "ready") == nil { crashed += 1 }
+    /// for each to report "done"; adds their errors, and those that did not end
+    /// cleanly, to `result`.
+    func runTogether(_ workers: [ChildProcess], into result: inout ScenarioResult, within timeout: Duration = .seconds(3_600)) {
+        for worker in workers where worker.line(startingWith: "ready") == nil { result.crashed += 1 }
         for worker in workers { worker.send("go\n") }
         for worker in workers {
-            errors += ChildProcess.fields(worker.line(startingWith: "done", within: timeout)).errors
-            if !worker.endedCleanly() { crashed += 1 }
+            result.errors += ChildProcess.fields(worker.line(startingWith: "done", within: timeout))["errors"] ?? 0
+            if !worker.endedCleanly() { result.crashed += 1 }
         }
-        return (errors, crashed)
     }
 }
 

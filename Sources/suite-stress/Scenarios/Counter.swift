@@ -10,13 +10,11 @@ enum CounterScenario {
         let processes = options.count(options.processes, quick: 4, normal: 8)
         let threads = options.count(options.threads, quick: 2, normal: 4)
         let iterations = options.count(options.iterations, quick: 2_500, normal: 5_000)
-        var results = [try once(stress, foundation: false, processes, threads, iterations)]
-        if options.againstFoundation { results.append(try once(stress, foundation: true, processes, threads, iterations)) }
-        return results
+        return try stress.oursThenFoundation { foundation in try once(stress, foundation: foundation, processes, threads, iterations) }
     }
 
     private static func once(_ stress: StressRun, foundation: Bool, _ processes: Int, _ threads: Int, _ iterations: Int) throws -> ScenarioResult {
-        var result = ScenarioResult(scenario: "counter", subject: foundation ? "foundation" : "suite-defaults")
+        var result = ScenarioResult(scenario: "counter", foundation: foundation)
         let directory = stress.freshDirectory("counter-\(result.subject)")
         let expected = processes * threads * iterations
         try timed({ result in
@@ -24,9 +22,7 @@ enum CounterScenario {
                 try stress.worker(foundation ? "fd-increment" : "increment", in: directory,
                                   ["suite": "counter", "threads": "\(threads)", "count": "\(iterations)"])
             }
-            let outcome = stress.runTogether(workers)
-            result.errors += outcome.errors
-            result.crashed += outcome.crashed
+            stress.runTogether(workers, into: &result)
         }, &result)
         let final = foundation ? (foundationSuite("counter", in: directory)?["counter"] as? Int ?? 0)
             : (try Suite(named: "counter", directory: directory).integer(forKey: "counter") ?? 0)
@@ -37,8 +33,4 @@ enum CounterScenario {
         if !foundation && final != expected { result.fail("the counter ended at \(final), not \(expected)") }
         return result
     }
-}
-
-extension [String: Int] {
-    var errors: Int { self["errors"] ?? 0 }
 }

@@ -13,13 +13,11 @@ enum CrashScenario {
     static func run(_ stress: StressRun) throws -> [ScenarioResult] {
         let options = stress.options
         let trials = options.count(options.iterations, quick: 150, normal: 500)
-        var results = [try once(stress, foundation: false, trials)]
-        if options.againstFoundation { results.append(try once(stress, foundation: true, trials)) }
-        return results
+        return try stress.oursThenFoundation { foundation in try once(stress, foundation: foundation, trials) }
     }
 
     private static func once(_ stress: StressRun, foundation: Bool, _ trials: Int) throws -> ScenarioResult {
-        var result = ScenarioResult(scenario: "crash", subject: foundation ? "foundation" : "suite-defaults")
+        var result = ScenarioResult(scenario: "crash", foundation: foundation)
         var random = SplitMix64(seed: UInt64(getpid()))
         var kills = 0, killsHoldingLock = 0, slowestProbe = Duration.zero, acknowledged = 0
         try timed({ result in

@@ -8,22 +8,18 @@ enum DistinctKeysScenario {
         let options = stress.options
         let processes = options.count(options.processes, quick: 4, normal: 8)
         let keys = options.count(options.iterations, quick: 2_500, normal: 5_000)
-        var results = [try once(stress, foundation: false, processes, keys)]
-        if options.againstFoundation { results.append(try once(stress, foundation: true, processes, keys)) }
-        return results
+        return try stress.oursThenFoundation { foundation in try once(stress, foundation: foundation, processes, keys) }
     }
 
     private static func once(_ stress: StressRun, foundation: Bool, _ processes: Int, _ keys: Int) throws -> ScenarioResult {
-        var result = ScenarioResult(scenario: "distinct-keys", subject: foundation ? "foundation" : "suite-defaults")
+        var result = ScenarioResult(scenario: "distinct-keys", foundation: foundation)
         let directory = stress.freshDirectory("keys-\(result.subject)")
         try timed({ result in
             let workers = try (0..<processes).map { index in
                 try stress.worker(foundation ? "fd-write-keys" : "write-keys", in: directory,
                                   ["suite": "keys", "prefix": "w\(index)", "count": "\(keys)"])
             }
-            let outcome = stress.runTogether(workers)
-            result.errors += outcome.errors
-            result.crashed += outcome.crashed
+            stress.runTogether(workers, into: &result)
         }, &result)
         result.operations = processes * keys
         if foundation {

@@ -13,13 +13,11 @@ enum FirstAccessScenario {
         let options = stress.options
         let trials = options.count(options.iterations, quick: 2_000, normal: 5_000)
         let getters = options.count(options.processes, quick: 3, normal: 3)
-        var results = [try once(stress, foundation: false, trials, getters)]
-        if options.againstFoundation { results.append(try once(stress, foundation: true, trials, getters)) }
-        return results
+        return try stress.oursThenFoundation { foundation in try once(stress, foundation: foundation, trials, getters) }
     }
 
     private static func once(_ stress: StressRun, foundation: Bool, _ trials: Int, _ getterCount: Int) throws -> ScenarioResult {
-        var result = ScenarioResult(scenario: "first-access", subject: foundation ? "foundation" : "suite-defaults")
+        var result = ScenarioResult(scenario: "first-access", foundation: foundation)
         let directory = stress.freshDirectory("first-\(result.subject)")
         try timed({ result in
             // Long-lived processes, each told "go SUITE" per trial: the four act on the

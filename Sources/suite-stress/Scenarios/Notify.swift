@@ -21,7 +21,7 @@ enum NotifyScenario {
 
     private static func once(_ stress: StressRun, foundation: Bool, _ watcherCount: Int, _ writerCount: Int, _ writes: Int,
                              watchFor seconds: Double = 0) throws -> ScenarioResult {
-        var result = ScenarioResult(scenario: "notify", subject: foundation ? "foundation" : "suite-defaults")
+        var result = ScenarioResult(scenario: "notify", foundation: foundation)
         let directory = stress.freshDirectory("notify-\(result.subject)")
         let commits = writerCount * writes + (foundation ? 0 : 1)  // and our "stop"
         var folded = 0, delivered = 0
@@ -35,9 +35,7 @@ enum NotifyScenario {
                 try stress.worker(foundation ? "fd-write-keys" : "write-keys", in: directory,
                                   ["suite": "stream", "prefix": "w\(index)", "count": "\(writes)", "keys": "16"])
             }
-            let outcome = stress.runTogether(writers)
-            result.errors += outcome.errors
-            result.crashed += outcome.crashed
+            stress.runTogether(writers, into: &result)
             // The last commit: every watcher stops when it sees it.
             if !foundation { try Suite(named: "stream", directory: directory).set(true, forKey: "stop") }
             for watcher in watchers {

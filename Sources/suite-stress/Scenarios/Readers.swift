@@ -11,13 +11,11 @@ enum ReadersScenario {
         let writers = options.count(options.processes, quick: 2, normal: 2)
         let readers = options.count(options.threads, quick: 2, normal: 4)
         let versions = options.count(options.iterations, quick: 10_000, normal: 50_000)
-        var results = [try once(stress, foundation: false, writers, readers, versions)]
-        if options.againstFoundation { results.append(try once(stress, foundation: true, writers, readers, versions)) }
-        return results
+        return try stress.oursThenFoundation { foundation in try once(stress, foundation: foundation, writers, readers, versions) }
     }
 
     private static func once(_ stress: StressRun, foundation: Bool, _ writerCount: Int, _ readerCount: Int, _ versions: Int) throws -> ScenarioResult {
-        var result = ScenarioResult(scenario: "readers", subject: foundation ? "foundation" : "suite-defaults")
+        var result = ScenarioResult(scenario: "readers", foundation: foundation)
         let directory = stress.freshDirectory("readers-\(result.subject)")
         var reads = 0, stale = 0, emptyFiles = 0
         try timed({ result in
