@@ -79,16 +79,7 @@ struct ByteReader {
     mutating func readString() throws(FormatError) -> String {
         let start = offset
         let bytes = try readLengthPrefixed()
-        // ASCII is valid UTF-8 as it stands, and keys and most values are ASCII. The
-        // generic validating initializer costs a process a runtime conformance lookup
-        // on first use, a large part of opening a suite in a new process.
-        if bytes.allSatisfy({ $0 < 0x80 }) {
-            return String(unsafeUninitializedCapacity: bytes.count) { string in
-                UnsafeMutableRawBufferPointer(string).copyMemory(from: bytes)
-                return bytes.count
-            }
-        }
-        guard let string = String(validating: bytes, as: UTF8.self) else {
+        guard let string = UTF8Text.string(bytes) else {
             throw FormatError(reason: "string is not valid UTF-8", offset: start)
         }
         return string

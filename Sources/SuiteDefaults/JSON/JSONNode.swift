@@ -206,7 +206,7 @@ struct JSONParser {
         var scalars = String.UnicodeScalarView()
         var run = position
         func flush(_ end: Int) throws {
-            guard let text = String(validating: bytes[run..<end], as: UTF8.self) else { throw failure("invalid UTF-8") }
+            guard let text = bytes[run..<end].withUnsafeBytes(UTF8Text.string) else { throw failure("invalid UTF-8") }
             scalars.append(contentsOf: text.unicodeScalars)
         }
         while true {
