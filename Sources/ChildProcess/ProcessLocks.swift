@@ -1,11 +1,11 @@
 import Foundation
 import Glibc
 
-/// What /proc/locks says about the flocks on one file: which processes hold them and
-/// which wait for them. The kernel shows these states nowhere else, so tests and tools
-/// that must know whether a child holds a lock (before stopping or killing it) read
-/// them here. A line reads "1: FLOCK  ADVISORY  READ 1234 fd:01:123456 0 EOF"; a
-/// waiter's line has "->".
+/// What /proc/locks says about the flocks on one file: which processes hold them.
+/// The kernel shows this nowhere else, so tests and tools that must know whether a
+/// child holds a lock (before stopping or killing it) read it here. A line reads
+/// "1: FLOCK  ADVISORY  READ 1234 fd:01:123456 0 EOF"; a waiter's line has "->"
+/// (suites wait for their lock on a futex, so their waiters do not show here).
 public struct ProcessLocks {
     let inode: UInt64
 
@@ -15,14 +15,13 @@ public struct ProcessLocks {
         inode = UInt64(status.st_ino)
     }
 
-    private func lines(blocked: Bool) -> [[Substring]] {
+    private func holderLines() -> [[Substring]] {
         let text = (try? String(contentsOfFile: "/proc/locks", encoding: .utf8)) ?? ""
-        return text.split(separator: "\n").filter { $0.contains("->") == blocked }.map { $0.split(separator: " ") }
+        return text.split(separator: "\n").filter { !$0.contains("->") }.map { $0.split(separator: " ") }
             .filter { fields in fields.contains { $0.hasSuffix(":\(inode)") } }
     }
 
-    public func isHeld(by pid: pid_t) -> Bool { lines(blocked: false).contains { $0.contains(Substring("\(pid)")) } }
-    public func isAwaited(by pid: pid_t) -> Bool { lines(blocked: true).contains { $0.contains(Substring("\(pid)")) } }
+    public func isHeld(by pid: pid_t) -> Bool { holderLines().contains { $0.contains(Substring("\(pid)")) } }
 }
 
 /// Polls `condition` until it holds or the deadline passes: for states the kernel
@@ -34,12 +33,6 @@ public func poll(within timeout: Duration, _ condition: () -> Bool) -> Bool {
         usleep(1000)
     }
     return condition()
-}
-
-/// Waits until the kernel lists `pid` as blocked on an flock of the file at `path`.
-public func waitForBlockedLock(on path: String, by pid: pid_t, within timeout: Duration) -> Bool {
-    guard let locks = ProcessLocks(file: path) else { return false }
-    return poll(within: timeout) { locks.isAwaited(by: pid) }
 }
 
 extension ChildProcess {

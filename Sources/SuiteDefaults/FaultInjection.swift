@@ -18,10 +18,12 @@ public enum SuiteFaultInjection {
         case committed
         /// A compaction's new file renamed into place, the shared header not yet updated.
         case compactionRenamed
+        /// The suite's lock found held by another process: the wait for it begins.
+        case waitingForLock
     }
 
     private static let armed = Atomic<Int>(0)
-    private static let handlers = Mutex<[Int: @Sendable (Point) -> Void]>([:])
+    private static let handlers = Locked<[Int: @Sendable (Point) -> Void]>([:])
 
     /// Calls `handler` whenever a commit reaches `point`, on the committing thread.
     public static func arm(_ point: Point, handler: @escaping @Sendable (Point) -> Void) {

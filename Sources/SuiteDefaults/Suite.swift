@@ -18,7 +18,7 @@ import Foundation
 /// any process; with `.durable` it survives a power loss too. An operation that
 /// throws a `SuiteError` has changed nothing.
 public final class Suite: SuiteWritable, Sendable {
-    /// The suite's name, as given.
+    /// The suite's name, in Unicode NFC (the form its files are named in).
     public let name: String
     /// The directory that holds the suite's files, standardized.
     public var directory: URL { URL(fileURLWithPath: directoryPath, isDirectory: true) }
@@ -38,25 +38,28 @@ public final class Suite: SuiteWritable, Sendable {
     /// the first write.
     ///
     /// - Parameters:
-    ///   - name: 1 to 224 bytes, without `/`, `..`, NUL, control characters or a
-    ///     leading `.`; for example `"group.com.example.fitness"`.
+    ///   - name: 1 to 224 bytes (in Unicode NFC, to which it is normalized), without
+    ///     `/`, `..`, NUL, control characters or a leading `.`; for example
+    ///     `"group.com.example.fitness"`.
     ///   - directory: where the suite lives; `Suite.defaultDirectory()` when nil.
     ///   - options: durability, sharing and limits.
     /// - Throws: `SuiteError` for an invalid name, a directory or file that is not
     ///   usable (another user's, a symbolic link, another format), or failed I/O.
     public init(named name: String, directory: URL? = nil, options: Options = Options()) throws {
+        let name = Validation.normalized(name)
         try Validation.checkSuiteName(name)
         self.name = name
         self.directoryPath = PathNormalization.standardized((directory ?? Suite.defaultDirectory()).filePath)
         self.options = options
-        self.store = try StoreRegistry.store(named: name, directoryPath: directoryPath, sharing: options.sharing)
+        self.store = try StoreRegistry.store(named: name, directoryPath: directoryPath, sharing: options.sharing,
+                                             lockTimeout: options.lockTimeout)
     }
 
     /// Checks a suite name without opening anything.
     ///
     /// - Throws: `SuiteError` `.invalidSuiteName`, saying what is wrong with it.
     public static func validate(name: String) throws {
-        try Validation.checkSuiteName(name)
+        try Validation.checkSuiteName(Validation.normalized(name))
     }
 
     /// The suite's data file: `NAME.suite` in its directory (absent until the first write).
@@ -69,7 +72,7 @@ public final class Suite: SuiteWritable, Sendable {
 
     /// The value stored for `key`, ignoring registered defaults; nil when absent.
     public func storedValue(forKey key: String) -> SuiteValue? {
-        store.read { $0[key] }
+        store.read(lockTimeout: options.lockTimeout) { $0[key] }
     }
 
     /// The default registered for `key` in this process; nil when none.
@@ -79,7 +82,7 @@ public final class Suite: SuiteWritable, Sendable {
 
     /// Every stored value, ignoring registered defaults.
     public func storedValues() -> [String: SuiteValue] {
-        store.read { $0.values }
+        store.read(lockTimeout: options.lockTimeout) { $0.values }
     }
 
     /// Every value a read would return: the registered defaults, overridden by the
@@ -98,7 +101,7 @@ public final class Suite: SuiteWritable, Sendable {
     /// Reads the latest state now, throwing what a read would only report as a
     /// diagnostic (reads answer from the last state read when the file fails them).
     public func reload() throws {
-        try store.reload()
+        try store.reload(lockTimeout: options.lockTimeout)
     }
 
     // MARK: Writing
@@ -183,7 +186,8 @@ public final class Suite: SuiteWritable, Sendable {
 
     /// Stores `new` (or removes the key when nil) only if the stored value equals
     /// `expected` (nil meaning absent), atomically across processes. Values compare
-    /// as stored: an integer never equals a double.
+    /// as stored, byte for byte: an integer never equals a double, `-0.0` never
+    /// equals `0.0`, and strings compare as their (stored) UTF-8.
     ///
     /// - Returns: whether the value was replaced.
     @discardableResult
@@ -192,7 +196,7 @@ public final class Suite: SuiteWritable, Sendable {
                                                 maximumValueSize: options.maximumValueSize)
         let expectedValue = expected?.suiteValue
         return try update { transaction in
-            guard transaction.storedValue(forKey: key) == expectedValue else { return false }
+            guard transaction.storedValue(forKey: key).isStored(identicallyTo: expectedValue) else { return false }
             switch operation {
             case .set(_, let value, _): try transaction.setValue(value, forKey: key)
             default: try transaction.setValue(nil, forKey: key)
@@ -206,12 +210,12 @@ public final class Suite: SuiteWritable, Sendable {
     /// Rewrites the journal as a snapshot of the live state now. The store does this by
     /// itself when the journal grows past twice the live size; this is for tools.
     public func compact() throws {
-        try store.compact(durable: options.durability == .durable)
+        try store.compact(options: options)
     }
 
     /// Makes every committed write durable (`fdatasync` of the file, `fsync` of the
     /// directory), for suites that write with `.standard` durability.
     public func flush() throws {
-        try store.flush()
+        try store.flush(lockTimeout: options.lockTimeout)
     }
 }

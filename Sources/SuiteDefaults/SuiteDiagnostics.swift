@@ -1,5 +1,4 @@
 import Glibc
-import Synchronization
 
 /// Something the store noticed and handled without failing the operation: a damaged
 /// file repaired, a write cut short by a killed process discarded, and the like.
@@ -21,6 +20,10 @@ public struct SuiteDiagnostic: Sendable, CustomStringConvertible {
         case refreshFailed
         /// A stored value was not valid for its key's type and was treated as absent.
         case invalidStoredValue
+        /// The shared header in the lock file was set up again from the data file,
+        /// because something outside this library wrote implausible values into it
+        /// or cut the lock file short. Nothing stored was affected.
+        case rebuiltSharedHeader
         /// The kernel's queue of change events overflowed, so events were lost; the
         /// suite caught up from its file, and observers received every change still
         /// in its journal (net changes beyond).
@@ -56,7 +59,7 @@ public enum SuiteDiagnostics {
         var printsToStandardError = true
     }
 
-    private static let registry = Mutex(Registry())
+    private static let registry = Locked(Registry())
 
     /// Calls `handler` for every diagnostic of every suite in this process until the
     /// returned token is cancelled or released.

@@ -40,6 +40,9 @@ public struct SuiteError: Error, Sendable, Equatable, CustomStringConvertible {
         case noSpace
         /// The suite, or the directory, does not exist.
         case notFound
+        /// Another process held the suite's lock for longer than
+        /// `Suite.Options.lockTimeout` (it may be stopped); `lockHolder` names it.
+        case lockTimeout
         /// Any other input/output failure.
         case ioFailure
     }
@@ -54,19 +57,22 @@ public struct SuiteError: Error, Sendable, Equatable, CustomStringConvertible {
     public var path: String?
     /// The `errno` the failing system call set, where one failed.
     public var errno: Int32?
+    /// For `.lockTimeout`: the process that held the lock, as `/proc/locks` showed it.
+    public var lockHolder: Int32?
     /// What happened and what to do about it, in a sentence or two.
     public var message: String
 
     /// Creates an error. Mostly for the library itself and for tests.
     public init(
         _ code: Code, suite: String? = nil, key: String? = nil, path: String? = nil,
-        errno: Int32? = nil, message: String
+        errno: Int32? = nil, lockHolder: Int32? = nil, message: String
     ) {
         self.code = code
         self.suite = suite
         self.key = key
         self.path = path
         self.errno = errno
+        self.lockHolder = lockHolder
         self.message = message
     }
 

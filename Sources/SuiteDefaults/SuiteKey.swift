@@ -148,7 +148,7 @@ extension Suite {
 /// Yields values to a stream, skipping a value equal to the one before it.
 private final class ChangedValues<Value: Equatable & Sendable>: Sendable {
     private let continuation: AsyncStream<Value>.Continuation
-    private let last = Mutex<Value?>(nil)
+    private let last = Locked<Value?>(nil)
 
     init(_ continuation: AsyncStream<Value>.Continuation) {
         self.continuation = continuation

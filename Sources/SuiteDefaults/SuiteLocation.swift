@@ -30,6 +30,7 @@ extension Suite {
 
     /// Whether a suite file exists, without opening or creating anything.
     public static func exists(named name: String, directory: URL? = nil) -> Bool {
+        let name = Validation.normalized(name)
         guard (try? Validation.checkSuiteName(name)) != nil else { return false }
         let path = (directory ?? defaultDirectory()).appendingPathComponent(name + SuiteFiles.dataSuffix).filePath
         var status = stat()

@@ -27,11 +27,24 @@ extension Suite {
         /// The largest encoded value a write accepts, in bytes. Default 4 MiB.
         public var maximumValueSize: Int
         /// The largest a suite may grow (the encoded size of all its entries), in
-        /// bytes. Default 16 MiB.
+        /// bytes. Default 16 MiB; at most 256 MiB (a larger value counts as 256 MiB),
+        /// so that the journal stays within the 1 GiB a suite file may have.
         public var maximumSuiteSize: Int
         /// The journal is compacted when it exceeds both twice the live size and the
         /// live size plus this many bytes. Default 64 KiB.
         public var compactionSlack: Int
+        /// How long an operation waits for another process to release the suite's
+        /// lock before it gives up: writes then throw `SuiteError` `.lockTimeout`, and
+        /// reads answer from the state read before, reporting a `refreshFailed`
+        /// diagnostic (`reload()` throws). nil waits for as long as it takes.
+        /// Default 2 seconds: a healthy holder keeps the lock for microseconds, so
+        /// only a stopped or stuck process makes anyone wait that long.
+        public var lockTimeout: Duration?
+        /// How many bytes of replaced journal a compaction keeps, as `NAME.suite.h.*`
+        /// files, for observers that fall behind: an observer up to this far behind
+        /// still receives every commit one by one, never folded. 0 keeps none.
+        /// Default 16 MiB (about 100,000 commits of a 100-byte value).
+        public var changeHistorySize: Int
 
         /// Creates options; every argument has the documented default.
         public init(
@@ -39,13 +52,20 @@ extension Suite {
             sharing: Sharing = .private,
             maximumValueSize: Int = 4 << 20,
             maximumSuiteSize: Int = 16 << 20,
-            compactionSlack: Int = 64 << 10
+            compactionSlack: Int = 64 << 10,
+            lockTimeout: Duration? = .seconds(2),
+            changeHistorySize: Int = 16 << 20
         ) {
             self.durability = durability
             self.sharing = sharing
             self.maximumValueSize = maximumValueSize
             self.maximumSuiteSize = maximumSuiteSize
             self.compactionSlack = compactionSlack
+            self.lockTimeout = lockTimeout
+            self.changeHistorySize = changeHistorySize
         }
+
+        /// `maximumSuiteSize` within its cap.
+        var effectiveMaximumSuiteSize: Int { min(maximumSuiteSize, FormatLimits.maximumFileSize / 4) }
     }
 }

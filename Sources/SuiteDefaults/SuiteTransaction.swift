@@ -71,7 +71,7 @@ public final class SuiteTransaction: SuiteWritable {
             let operation = latest[key]!
             let before = clearsAll ? nil : base[key]
             let after: SuiteValue? = if case .set(_, let value, _) = operation { value } else { nil }
-            if before != after { operations.append(operation) }
+            if !before.isStored(identicallyTo: after) { operations.append(operation) }
         }
         return operations
     }
@@ -87,6 +87,7 @@ extension Operation {
     /// The operation that stores `value` (or removes the key when nil), after checking
     /// the key and the value. This runs before any lock is taken.
     static func validated(_ value: SuiteValue?, forKey key: String, suite: String?, maximumValueSize: Int) throws -> Operation {
+        let key = Validation.normalized(key)
         try Validation.checkKey(key, suite: suite)
         guard let value else { return .remove(key: key) }
         let size: Int

@@ -1,5 +1,19 @@
+import Foundation
+
 /// The rules for suite names and keys, checked before any lock is taken.
+///
+/// Names and keys are normalized to Unicode NFC before anything else: on disk they
+/// are bytes, while Swift's `String` equality treats "café" written precomposed and
+/// decomposed as one string. Normalizing makes both spellings one suite, one file
+/// and one key, in every process.
 enum Validation {
+    /// `text` in Unicode Normalization Form C. ASCII, which most names and keys are,
+    /// is already NFC and is returned as it is, without asking Unicode's tables.
+    static func normalized(_ text: String) -> String {
+        if text.utf8.allSatisfy({ $0 < 0x80 }) { return text }
+        return text.precomposedStringWithCanonicalMapping
+    }
+
     /// Suite names become file names, so they are limited by the file system's
     /// 255-byte name limit minus the longest suffix the store adds.
     static let maximumNameLength = 224

@@ -73,9 +73,10 @@ struct CrashTests {
         let holder = try startWorker("hold-lock", in: directory, suite: "held")
         holder.expectLine(startingWith: "holding")
         // Even opening waits for the lock (it reads under a shared lock): wait until
-        // the kernel lists the second worker as blocked on the lock file.
-        let waiting = try startWorker("increment", in: directory, suite: "held", ["threads": "1", "count": "10"])
-        #expect(waitForBlockedLock(on: directory.file("held.suite.lock").path, by: waiting.pid, within: .seconds(60)))
+        // the second worker says it waits for it.
+        let waiting = try startWorker("increment", in: directory, suite: "held",
+                                      ["threads": "1", "count": "10", "report-waiting": "yes"])
+        waiting.expectLine(startingWith: "waiting for the lock")
         #expect(!waiting.lines.contains { $0.hasPrefix("done") })
         holder.kill()
         waiting.expectLine(startingWith: "done 10")

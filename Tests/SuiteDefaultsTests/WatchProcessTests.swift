@@ -87,30 +87,47 @@ struct WatchProcessTests {
         _ = checkEveryCommit(watcher.lines, commits: 5)
     }
 
-    @Test func twoCompactionsWhileStoppedFoldIntoTheNetChange() throws {
-        let suite = try Suite(named: "folded", directory: directory.url)
-        let watcher = try startWatch(["folded"], in: directory)
+    /// Stops a watcher, then writes across two compactions made by a suite with
+    /// `options`, and returns the changes the watcher prints once continued.
+    func changesAcrossTwoCompactions(_ name: String, options: Suite.Options) throws -> [WatchedLine] {
+        let suite = try Suite(named: name, directory: directory.url, options: options)
+        let watcher = try startWatch([name], in: directory)
         try suite.set(0, forKey: "k")
         watcher.expectLine(startingWith: "{")
-        #expect(watcher.stopHoldingNoLock(on: directory.file("folded.suite.lock").path))
+        #expect(watcher.stopHoldingNoLock(on: directory.file(name + ".suite.lock").path))
         try suite.set(1, forKey: "k")
         try suite.compact()
         try suite.set(2, forKey: "k")
         try suite.compact()
         try suite.set(3, forKey: "j")
         watcher.signal(SIGCONT)
-        // The commit still in the file the watcher had is read from it; the one in the
-        // file in between is folded into the jump to the last file; that file's own
-        // commits come one by one again.
         let last = watcher.waitForLine(timeout: .seconds(60)) { $0.contains("\"key\":\"j\"") }
-        let changes = watcher.lines.compactMap(WatchedLine.init)
         #expect(last != nil)
+        watcher.signal(SIGTERM)
+        #expect(watcher.wait(timeout: .seconds(60)) == .exited(0))
+        return watcher.lines.compactMap(WatchedLine.init)
+    }
+
+    @Test func twoCompactionsWhileStoppedFoldNothing() throws {
+        // The commit in the file the watcher had is read from it, the one in the file
+        // in between from that file, kept as history; the last file's own commits
+        // come one by one.
+        let changes = try changesAcrossTwoCompactions("kept", options: Suite.Options())
+        #expect(changes.map(\.kind) == ["commit", "commit", "commit", "commit"], "\(changes)")
+        #expect(changes.map(\.new) == [.number("0"), .number("1"), .number("2"), .number("3")])
+        #expect(changes.map(\.old) == [.null, .number("0"), .number("1"), .null])
+        #expect(changes.map(\.sequence) == [1, 2, 3, 4])
+    }
+
+    @Test func beyondTheHistoryCommitsFoldIntoTheNetChange() throws {
+        // Without history, the commit in the file in between is folded into the jump
+        // to the last file.
+        let changes = try changesAcrossTwoCompactions("folded", options: Suite.Options(changeHistorySize: 0))
         #expect(changes.map(\.kind) == ["commit", "commit", "net", "commit"], "\(changes)")
         #expect(changes.map(\.new) == [.number("0"), .number("1"), .number("2"), .number("3")])
         #expect(changes.map(\.old) == [.null, .number("0"), .number("1"), .null])
         #expect(changes.map(\.sequence) == [1, 2, 3, 4])
-        watcher.signal(SIGTERM)
-        #expect(watcher.wait(timeout: .seconds(60)) == .exited(0))
+        #expect(!directory.names().contains { $0.hasPrefix("folded.suite.h.") })
     }
 
     @Test(.enabled(if: geteuid() == 0, "lowering the inotify queue limit needs root; the in-process test simulates the overflow"))

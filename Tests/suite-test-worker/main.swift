@@ -91,10 +91,15 @@ let diagnostics = SuiteDiagnostics.observe { diagnostic in
     say("diagnostic \(diagnostic.kind.rawValue)")
 }
 
+if options["report-waiting"] != nil {
+    SuiteFaultInjection.arm(.waitingForLock) { _ in say("waiting for the lock") }
+}
+
 let suite: Suite
 do {
     var suiteOptions = Suite.Options()
     if let slack = options["compaction-slack"].flatMap(Int.init) { suiteOptions.compactionSlack = slack }
+    if let timeout = options["lock-timeout-ms"].flatMap(Int.init) { suiteOptions.lockTimeout = .milliseconds(timeout) }
     suite = try Suite(named: option("suite"), directory: URL(fileURLWithPath: option("dir")), options: suiteOptions)
 } catch {
     say(report(error))
@@ -105,6 +110,18 @@ say("opened")
 @Sendable func forever() -> Never {
     while true { pause() }
 }
+
+/// Starts `body` on a new pthread.
+func startThread(_ body: @escaping @Sendable () -> Void) {
+    final class Box { let body: @Sendable () -> Void; init(_ body: @escaping @Sendable () -> Void) { self.body = body } }
+    var thread = pthread_t()
+    let context = Unmanaged.passRetained(Box(body)).toOpaque()
+    guard pthread_create(&thread, nil, { Unmanaged<Box>.fromOpaque($0!).takeRetainedValue().body(); return nil }, context) == 0 else {
+        fail("pthread_create failed")
+    }
+    pthread_detach(thread)
+}
+
 
 switch command {
 case "increment":
@@ -264,6 +281,149 @@ case "units-set":
         say("set \(system.rawValue)")
     } catch {
         say(report(error))
+    }
+
+case "fork-increment":
+    // Forks CHILDREN children while another thread of this process is inside a
+    // transaction (holding the suite's locks); then every process runs THREADS
+    // threads × COUNT increments. Reports "done N" with every increment made.
+    let children = number("children"), threads = number("threads"), count = number("count")
+    let key = "counter"
+    @Sendable func increment() {
+        do {
+            try suite.update { tx in try tx.set((tx.integer(forKey: key) ?? 0) + 1, forKey: key) }
+        } catch {
+            fail("increment: \(error)")
+        }
+    }
+    // Plain pthreads: libdispatch does not run in a forked child, and Foundation's
+    // Thread may hang there on a one-time initialization a parent's thread began.
+    func increments() {
+        let finished = DispatchSemaphore(value: 0)
+        for _ in 0..<threads {
+            startThread {
+                for _ in 0..<count { increment() }
+                finished.signal()
+            }
+        }
+        for _ in 0..<threads { finished.wait() }
+    }
+    // Everything the increments use is set up before the fork, as POSIX advises:
+    // a child may only rely on what no other thread was in the middle of.
+    increment()
+    let inside = DispatchSemaphore(value: 0), proceed = DispatchSemaphore(value: 0)
+    let holderDone = DispatchSemaphore(value: 0)
+    startThread {
+        do {
+            try suite.update { tx in
+                try tx.set((tx.integer(forKey: key) ?? 0) + 1, forKey: key)
+                inside.signal()
+                proceed.wait()
+            }
+        } catch {
+            fail("holder: \(error)")
+        }
+        holderDone.signal()
+    }
+    inside.wait()
+    var pids: [pid_t] = []
+    for _ in 0..<children {
+        let pid = fork()
+        if pid == 0 {
+            // A child has only the thread that forked: the holder is not in it.
+            increments()
+            _exit(0)
+        }
+        guard pid > 0 else { fail("fork failed") }
+        pids.append(pid)
+    }
+    proceed.signal()
+    holderDone.wait()
+    increments()
+    for pid in pids {
+        var status: Int32 = 0
+        guard waitpid(pid, &status, 0) == pid, status == 0 else { fail("child \(pid) ended with status \(status)") }
+    }
+    say("done \((children + 1) * threads * count + 2)")
+
+case "fork-in-transaction":
+    // Forks inside a transaction. The child may neither commit the parent's
+    // transaction nor hold its lock: its commit is refused, and its own write waits
+    // for the parent's lock (and times out while the parent waits for it).
+    do {
+        try suite.update { tx in
+            try tx.set("parent", forKey: "owner")
+            let pid = fork()
+            if pid == 0 { return }
+            var status: Int32 = 0
+            _ = waitpid(pid, &status, 0)
+            say("parent saw child exit \(status >> 8)")
+        }
+        say("parent committed")
+    } catch {
+        // Only the child's copy of the transaction gets here.
+        say("child commit: \(report(error))")
+        do {
+            try suite.set("child", forKey: "child")
+            say("child wrote")
+        } catch {
+            say("child write: \(report(error))")
+        }
+        _exit(7)
+    }
+
+case "fork-observe":
+    // Observes, then forks: the child observes for itself and reports the first
+    // change of KEY; the parent reports it through its own observation too.
+    let key = option("key")
+    let parentToken = try suite.observe(keys: [key]) { change in
+        say("parent received \(change.newValue?.description ?? "nil")")
+    }
+    let pid = fork()
+    if pid == 0 {
+        let received = DispatchSemaphore(value: 0)
+        let token = try suite.observe(keys: [key]) { change in
+            say("child received \(change.newValue?.description ?? "nil")")
+            received.signal()
+        }
+        say("child observing")
+        _ = received.wait(timeout: .now() + 60)
+        withExtendedLifetime(token) {}
+        _exit(0)
+    }
+    var status: Int32 = 0
+    _ = waitpid(pid, &status, 0)
+    say("child exited \(status)")
+    withExtendedLifetime(parentToken) {}
+
+case "hold-lock-spawn":
+    // Inside a transaction (holding the lock), starts a long-lived program, reports
+    // its pid, and waits to be killed.
+    try? suite.update { tx in
+        try tx.set("held", forKey: "holder")
+        var pid: pid_t = 0
+        let arguments = ["/bin/sleep", "300"]
+        var argv = arguments.map { strdup($0) } + [nil]
+        defer { argv.forEach { free($0) } }
+        // Its standard streams go to /dev/null, so that the test's pipes end with us.
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        for stream in 0...2 { posix_spawn_file_actions_addopen(&actions, Int32(stream), "/dev/null", O_RDWR, 0) }
+        guard posix_spawn(&pid, "/bin/sleep", &actions, nil, &argv, environ) == 0 else { fail("posix_spawn failed") }
+        say("spawned \(pid)")
+        forever()
+    }
+
+case "hostile-check":
+    // Reads KEY (reporting its value), writes KEY2 = VALUE and reads it back.
+    let before = suite.storedValue(forKey: option("key"))
+    do {
+        try suite.set(option("value"), forKey: option("key2"))
+        let after = suite.string(forKey: option("key2"))
+        say("read \(before?.description ?? "absent") wrote \(after ?? "absent")")
+    } catch {
+        say("read \(before?.description ?? "absent") \(report(error))")
     }
 
 default:

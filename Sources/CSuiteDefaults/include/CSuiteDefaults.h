@@ -24,10 +24,97 @@ static inline void sd_atomic_store_relaxed(uint64_t *address, uint64_t value) {
     __atomic_store_n(address, value, __ATOMIC_RELAXED);
 }
 
+static inline uint32_t sd_atomic_load_u32(const uint32_t *address) {
+    return __atomic_load_n(address, __ATOMIC_ACQUIRE);
+}
+
+static inline void sd_atomic_add_u32(uint32_t *address, uint32_t value) {
+    __atomic_add_fetch(address, value, __ATOMIC_ACQ_REL);
+}
+
 /// CRC-32C (Castagnoli), as used by iSCSI, ext4 and SCTP: the reflected polynomial
 /// 0x82F63B78, initial value 0xFFFFFFFF, final xor 0xFFFFFFFF. `crc` is the result of
 /// a previous call (0 to start), so a buffer may be checksummed in pieces.
 /// Uses the SSE 4.2 instruction where the processor has it.
 uint32_t sd_crc32c(uint32_t crc, const void *data, size_t length);
+
+// MARK: fork
+
+/// How many times this process's ancestors forked into it: 0 in the first process,
+/// one more in each child (a pthread_atfork handler counts). State that a child
+/// must not share with its parent (locks, descriptors, threads) records the epoch
+/// it was made in and is made again when the epoch differs. Masked to 30 bits.
+extern uint32_t sd_fork_epoch_storage;
+
+static inline uint32_t sd_fork_epoch(void) {
+    return __atomic_load_n(&sd_fork_epoch_storage, __ATOMIC_RELAXED) & 0x3FFFFFFFu;
+}
+
+/// Registers the fork handler that counts epochs; idempotent and cheap to repeat.
+void sd_fork_epoch_start(void);
+
+/// Names the calling thread (at most 15 bytes are kept), for debuggers and `ps`.
+void sd_name_current_thread(const char *name);
+
+// MARK: A mutex between the threads of one process, that fork resets
+
+/// `word` is `epoch << 2 | state`, state 0 free, 1 held, 2 held with waiters. A
+/// lock held in an older epoch was held by a thread of the parent, which does not
+/// exist in this process: it counts as free. (Synchronization.Mutex caches thread
+/// IDs across fork and aborts in a child; a pthread mutex held by a parent's thread
+/// stays held forever in the child.)
+typedef struct {
+    uint32_t word;
+} sd_thread_lock;
+
+/// The slow paths: waiting, and waking a waiter.
+void sd_thread_lock_wait(sd_thread_lock *lock, uint32_t epoch);
+void sd_thread_lock_wake(sd_thread_lock *lock);
+
+/// Takes the lock; returns the epoch to hand back to `sd_thread_lock_release`.
+static inline uint32_t sd_thread_lock_acquire(sd_thread_lock *lock) {
+    uint32_t epoch = sd_fork_epoch();
+    uint32_t seen = __atomic_load_n(&lock->word, __ATOMIC_RELAXED);
+    if (((seen >> 2) != epoch || (seen & 3) == 0) &&
+        __atomic_compare_exchange_n(&lock->word, &seen, epoch << 2 | 1, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
+        return epoch;
+    }
+    sd_thread_lock_wait(lock, epoch);
+    return epoch;
+}
+
+/// Releases the lock taken in `epoch`; does nothing if a fork has since made it
+/// another process's lock.
+static inline void sd_thread_lock_release(sd_thread_lock *lock, uint32_t epoch) {
+    uint32_t seen = __atomic_load_n(&lock->word, __ATOMIC_RELAXED);
+    for (;;) {
+        if ((seen >> 2) != epoch || (seen & 3) == 0) return;
+        if (__atomic_compare_exchange_n(&lock->word, &seen, epoch << 2, 0, __ATOMIC_RELEASE, __ATOMIC_RELAXED)) break;
+    }
+    if ((seen & 3) == 2) sd_thread_lock_wake(lock);
+}
+
+// MARK: Futexes in memory shared between processes
+
+/// Waits while `*word == expected`, at most `timeout_ns`. Returns 0 when woken, else
+/// the errno (ETIMEDOUT, EAGAIN when the word had already changed, EINTR, EFAULT).
+int sd_futex_wait_shared(const uint32_t *word, uint32_t expected, int64_t timeout_ns);
+
+/// Wakes up to `count` processes waiting on `word`.
+void sd_futex_wake_shared(uint32_t *word, int count);
+
+// MARK: Pages whose file may be cut short
+
+/// Registers a mapped page so that a SIGBUS on it (its file was truncated under the
+/// mapping) replaces it with a private zero page instead of killing the process, and
+/// marks the registration. Installs the SIGBUS handler on first use, chaining to the
+/// one before it. Returns a registration number, or -1 when none is free.
+int sd_bus_guard_add(void *page);
+
+/// Whether a SIGBUS replaced the page since it was registered.
+int sd_bus_guard_tripped(int registration);
+
+/// Forgets a registration (before the page is unmapped).
+void sd_bus_guard_remove(int registration);
 
 #endif

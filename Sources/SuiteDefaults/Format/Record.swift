@@ -121,6 +121,9 @@ enum RecordFormat {
     private static func decode(_ buffer: UnsafeRawBufferPointer, at offset: Int, end: Int) throws(FormatError) -> Record {
         var reader = ByteReader(buffer, from: offset + 8, to: end - 4)
         let sequence = try reader.read(UInt64.self)
+        guard sequence <= FormatLimits.maximumSequence else {
+            throw FormatError(reason: "sequence number \(sequence) is beyond the limit \(FormatLimits.maximumSequence)", offset: offset)
+        }
         let timestamp = try reader.read(Int64.self)
         let pid = try reader.read(Int32.self)
         let rawKind = try reader.read(UInt16.self)

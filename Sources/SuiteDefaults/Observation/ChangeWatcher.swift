@@ -1,6 +1,5 @@
 import Foundation
 import Glibc
-import Synchronization
 
 /// A directory, by device and inode: what one inotify watch covers.
 struct DirectoryIdentity: Hashable, Sendable {
@@ -39,18 +38,33 @@ final class ChangeWatcher: Sendable {
     }
 
     private struct State {
+        /// The fork epoch this state belongs to: a forked child shares the parent's
+        /// inotify descriptor (reading it would steal the parent's events) and has
+        /// no reader thread, so it starts over.
+        var epoch = ForkEpoch.current
         var inotify: CInt = -1
         var watches: [DirectoryIdentity: Watch] = [:]
         var identities: [Int32: DirectoryIdentity] = [:]
         var nextListener: UInt64 = 0
     }
 
-    private let state = Mutex(State())
+    private let locked = Locked(State())
+
+    /// Runs `body` on the state of this process, begun afresh in a forked child.
+    private func withState<R>(_ body: (inout State) throws -> R) rethrows -> R {
+        try locked.withLock { state in
+            if state.epoch != ForkEpoch.current {
+                if state.inotify >= 0 { Inotify.close(state.inotify) }
+                state = State()
+            }
+            return try body(&state)
+        }
+    }
 
     /// Starts watching the directory of `store` for it; counted, so that every `watch`
     /// needs one `unwatch`.
     func watch(_ store: SuiteStore) throws {
-        try state.withLock { state in
+        try withState { state in
             try ensureWatch(&state, store.directoryIdentity, path: store.watchPath, suite: store.name)
             let entry = state.watches[store.directoryIdentity]!.stores[store.name] ?? WeakStore(store)
             entry.store = store
@@ -60,7 +74,7 @@ final class ChangeWatcher: Sendable {
     }
 
     func unwatch(_ store: SuiteStore) {
-        state.withLock { state in
+        withState { state in
             guard let entry = state.watches[store.directoryIdentity]?.stores[store.name] else { return }
             entry.observations -= 1
             if entry.observations <= 0 { state.watches[store.directoryIdentity]!.stores[store.name] = nil }
@@ -72,14 +86,14 @@ final class ChangeWatcher: Sendable {
     /// changed in a directory, and with nil when events were lost (so that the
     /// listener looks at the whole directory again), until the token is cancelled.
     func listen(to directory: DirectoryIdentity, path: String, handler: @escaping @Sendable (String?) -> Void) throws -> SuiteCancellable {
-        let token = try state.withLock { state in
+        let token = try withState { state in
             try ensureWatch(&state, directory, path: path, suite: nil)
             state.nextListener += 1
             state.watches[directory]!.listeners[state.nextListener] = DirectoryListener(handler)
             return state.nextListener
         }
         return SuiteCancellable { [self] in
-            state.withLock { state in
+            withState { state in
                 state.watches[directory]?.listeners[token] = nil
                 removeWatchIfUnused(&state, directory)
             }
@@ -88,21 +102,23 @@ final class ChangeWatcher: Sendable {
 
     private func ensureWatch(_ state: inout State, _ identity: DirectoryIdentity, path: String, suite: String?) throws {
         if state.inotify < 0 {
-            let descriptor = inotify_init1(Int32(IN_CLOEXEC))
-            guard descriptor >= 0 else {
-                throw SuiteError(.ioFailure, suite: suite, errno: errno,
+            let descriptor: CInt
+            do {
+                descriptor = try Inotify.open()
+            } catch let failure as SystemCallError {
+                throw SuiteError(.ioFailure, suite: suite, errno: failure.errno,
                                  message: "Could not start watching for changes (inotify_init1). Raise fs.inotify.max_user_instances if the limit was reached.")
             }
             state.inotify = descriptor
-            let thread = Thread { [self] in run(descriptor) }
-            thread.name = "suite-defaults.watcher"
-            thread.start()
+            Threads.start(name: "suite-watcher") { [self] in run(descriptor) }
         }
         guard state.watches[identity] == nil else { return }
         let mask = UInt32(IN_MODIFY | IN_CREATE | IN_MOVED_TO | IN_ATTRIB | IN_DELETE | IN_ONLYDIR)
-        let descriptor = inotify_add_watch(state.inotify, path, mask)
-        guard descriptor >= 0 else {
-            throw SuiteError(.ioFailure, suite: suite, path: path, errno: errno,
+        let descriptor: Int32
+        do {
+            descriptor = try Inotify.watch(state.inotify, path: path, mask: mask)
+        } catch let failure as SystemCallError {
+            throw SuiteError(.ioFailure, suite: suite, path: path, errno: failure.errno,
                              message: "Could not watch the suite directory for changes (inotify_add_watch). Raise fs.inotify.max_user_watches if the limit was reached.")
         }
         // Two paths to one directory give one watch descriptor; keep one entry.
@@ -117,7 +133,7 @@ final class ChangeWatcher: Sendable {
 
     private func removeWatchIfUnused(_ state: inout State, _ identity: DirectoryIdentity) {
         guard let watch = state.watches[identity], watch.isEmpty else { return }
-        inotify_rm_watch(state.inotify, watch.descriptor)
+        Inotify.removeWatch(state.inotify, watch.descriptor)
         state.watches[identity] = nil
         state.identities[watch.descriptor] = nil
     }
@@ -128,11 +144,7 @@ final class ChangeWatcher: Sendable {
         let capacity = 64 * 1024
         let buffer = UnsafeMutableRawPointer.allocate(byteCount: capacity, alignment: 8)
         while true {
-            let count = read(inotify, buffer, capacity)
-            if count < 0 {
-                if errno == EINTR { continue }
-                return
-            }
+            guard let count = Inotify.read(inotify, into: buffer, capacity: capacity) else { return }
             var touched: [(DirectoryIdentity, String)] = []
             var everything = false
             // A simulated overflow loses this batch's events, as a real one would.
@@ -150,10 +162,10 @@ final class ChangeWatcher: Sendable {
                 }
                 if event.mask & UInt32(IN_IGNORED) != 0 {
                     // A watch we did not remove ourselves was lost (its directory is gone).
-                    if state.withLock({ $0.identities.removeValue(forKey: event.wd) }) != nil { everything = true }
+                    if withState({ $0.identities.removeValue(forKey: event.wd) }) != nil { everything = true }
                     continue
                 }
-                guard name.hasSuffix(SuiteFiles.dataSuffix), let identity = state.withLock({ $0.identities[event.wd] }) else {
+                guard name.hasSuffix(SuiteFiles.dataSuffix), let identity = withState({ $0.identities[event.wd] }) else {
                     continue
                 }
                 let suite = String(name.dropLast(SuiteFiles.dataSuffix.count))
@@ -161,7 +173,7 @@ final class ChangeWatcher: Sendable {
             }
             // Collected under the lock, called outside it. Neither call blocks: this one
             // thread serves every suite, so it never waits for any suite's lock.
-            let (stores, listeners) = state.withLock { state -> ([SuiteStore], [(DirectoryListener, String?)]) in
+            let (stores, listeners) = withState { state -> ([SuiteStore], [(DirectoryListener, String?)]) in
                 var stores: [SuiteStore] = []
                 var listeners: [(DirectoryListener, String?)] = []
                 if everything {

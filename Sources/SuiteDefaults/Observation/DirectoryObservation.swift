@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 extension Suite {
     /// Calls `onChange` for every change to every suite in a directory, including
@@ -43,9 +42,9 @@ final class DirectoryObservation: Sendable {
         var listener: SuiteCancellable?
         var cancelled = false
     }
-    private let observed = Mutex(Observed())
+    private let observed = Locked(Observed())
     /// Where suites found by the watcher are opened, away from the watcher's thread.
-    private let opening = DispatchQueue(label: "suite-defaults.directory-observation")
+    private let opening = SerialQueue(name: "suite-directory")
 
     init(directory: URL, keys: Set<String>?, options: Suite.Options, handler: @escaping @Sendable (SuiteChange) -> Void) throws {
         self.directory = URL(fileURLWithPath: PathNormalization.standardized(directory.filePath), isDirectory: true)
@@ -87,7 +86,8 @@ final class DirectoryObservation: Sendable {
             guard !observed.cancelled, observed.suites[name] == nil, (try? Suite.validate(name: name)) != nil else { return }
             do {
                 let suite = try Suite(named: name, directory: directory, options: options)
-                let token = try suite.store.addObserver(keys: keys, initialValues: initialValues, handler: handler)
+                let token = try suite.store.addObserver(keys: keys, initialValues: initialValues,
+                                                        lockTimeout: options.lockTimeout, handler: handler)
                 observed.suites[name] = (suite, token)
             } catch {
                 SuiteDiagnostics.report(SuiteDiagnostic(kind: .refreshFailed, suite: name, directory: directory.filePath,

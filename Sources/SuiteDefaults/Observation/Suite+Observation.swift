@@ -21,8 +21,9 @@ extension Suite {
         keys: [String]? = nil, includingCurrentValues: Bool = false,
         onChange: @escaping @Sendable (SuiteChange) -> Void
     ) throws -> SuiteCancellable {
-        try store.addObserver(keys: keys.map(Set.init), initialValues: includingCurrentValues ? .initialValue : nil,
-                              handler: onChange)
+        try store.addObserver(keys: keys.map { Set($0.map(Validation.normalized)) },
+                              initialValues: includingCurrentValues ? .initialValue : nil,
+                              lockTimeout: options.lockTimeout, handler: onChange)
     }
 
     /// The changes to the suite, from any process, in commit order, as an

@@ -6,17 +6,14 @@ import Glibc
 enum BootID {
     static let current: (UInt64, UInt64) = read()
 
-    /// Read with plain system calls: this runs when a process first opens a suite,
-    /// where every microsecond of start-up counts.
     private static func read() -> (UInt64, UInt64) {
-        let descriptor = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC)
-        guard descriptor >= 0 else { return (0, 0) }
-        defer { close(descriptor) }
-        var text = [UInt8](repeating: 0, count: 64)
-        let count = text.withUnsafeMutableBytes { Glibc.read(descriptor, $0.baseAddress, $0.count) }
+        let path = "/proc/sys/kernel/random/boot_id"
+        guard let descriptor = try? FileDescriptor.open(path, in: nil, flags: O_RDONLY, pathForErrors: path) else { return (0, 0) }
+        defer { descriptor.close() }
+        let text = (try? descriptor.readToEnd(limit: 64)) ?? []
         var halves: (UInt64, UInt64) = (0, 0)
         var digits = 0
-        for byte in text.prefix(max(count, 0)) {
+        for byte in text {
             let value: UInt64
             switch byte {
             case UInt8(ascii: "0")...UInt8(ascii: "9"): value = UInt64(byte - UInt8(ascii: "0"))

@@ -11,15 +11,19 @@ import Glibc
 ///     16 u64 generation            24 u64 committed length of the data file
 ///     32 u64 data file ID          40 u64 last sequence number
 ///     48 u64 boot ID, high half    56 u64 boot ID, low half
+///     64 u32 lock releases (a futex word)  68 u32 processes waiting for the lock
 ///
-/// Only a process holding the exclusive `flock` writes it. `generation` changes on
-/// every commit; it is odd while a commit is in progress, so a writer that died
-/// mid-commit leaves an odd generation behind and the next writer repairs the file.
+/// Only a process holding the exclusive `flock` writes the fields up to 63. But in
+/// group mode any member of the group can write the file, so nothing read from it
+/// is trusted: `snapshot()` checks every field against the limits of the format.
 struct SharedHeader {
-    static let size = 4096
+    static let size = MappedPage.size
     static let magic: UInt64 = 0x314B_4C45_5449_5553  // the bytes "SUITELK1"
 
-    let base: UnsafeMutableRawPointer
+    let page: MappedPage
+    private var base: UnsafeMutableRawPointer { page.base }
+
+    init(page: MappedPage) { self.page = page }
 
     private func word(_ offset: Int) -> UnsafeMutablePointer<UInt64> {
         (base + offset).assumingMemoryBound(to: UInt64.self)
@@ -28,6 +32,8 @@ struct SharedHeader {
     private func load(_ offset: Int) -> UInt64 { sd_atomic_load_relaxed(word(offset)) }
     private func store(_ value: UInt64, _ offset: Int) { sd_atomic_store_relaxed(word(offset), value) }
 
+    var isWritable: Bool { page.isWritable }
+
     /// The generation, with acquire ordering: what was published before it is visible.
     var generation: UInt64 { sd_atomic_load_acquire(word(16)) }
 
@@ -35,20 +41,12 @@ struct SharedHeader {
     /// is visible to a process that loads it.
     func publish(generation: UInt64) { sd_atomic_store_release(word(16), generation) }
 
-    var committedLength: Int {
-        get { Int(clamping: load(24)) }
-        nonmutating set { store(UInt64(newValue), 24) }
+    func setCommitted(length: Int, dataFileID: UInt64) {
+        store(UInt64(length), 24)
+        store(dataFileID, 32)
     }
 
-    var dataFileID: UInt64 {
-        get { load(32) }
-        nonmutating set { store(newValue, 32) }
-    }
-
-    var lastSequence: UInt64 {
-        get { load(40) }
-        nonmutating set { store(newValue, 40) }
-    }
+    func setLastSequence(_ sequence: UInt64) { store(sequence, 40) }
 
     var committerPID: Int32 {
         get { Int32(truncatingIfNeeded: load(8) >> 32) }
@@ -56,24 +54,68 @@ struct SharedHeader {
     }
 
     /// Whether the header was set up since this boot, by this layout.
-    var isValid: Bool {
+    var isInitialized: Bool {
         load(0) == Self.magic && load(8) & 0xFFFF_FFFF == 1
             && load(48) == BootID.current.0 && load(56) == BootID.current.1
     }
 
+    /// What the header says is committed, read once.
+    struct Snapshot: Equatable {
+        var generation: UInt64
+        var committedLength: Int
+        var dataFileID: UInt64
+        var lastSequence: UInt64
+
+        var isCommitInProgress: Bool { generation & 1 == 1 }
+    }
+
+    enum Reading {
+        case valid(Snapshot)
+        /// Not set up since this boot (or by this layout): rebuilt from the data file.
+        case uninitialized
+        /// Set up, but a field is out of bounds: written by something that is not
+        /// this library. Rebuilt from the data file, with a diagnostic.
+        case implausible(String)
+    }
+
+    /// Reads every field once and checks it.
+    func read() -> Reading {
+        guard isInitialized else { return .uninitialized }
+        let generation = self.generation
+        let length = load(24), fileID = load(32), sequence = load(40)
+        // Half the records' limit: a header alone can never use the numbers up.
+        if sequence > FormatLimits.maximumSequence / 2 {
+            return .implausible("last sequence number \(sequence) is beyond the limit \(FormatLimits.maximumSequence / 2)")
+        }
+        if fileID == 0 && length != 0 {
+            return .implausible("committed length \(length) with no data file")
+        }
+        if fileID != 0 && (length < UInt64(DataFileHeader.size) || length > UInt64(FormatLimits.maximumFileSize)) {
+            return .implausible("committed length \(length) is outside \(DataFileHeader.size) to \(FormatLimits.maximumFileSize)")
+        }
+        return .valid(Snapshot(generation: generation, committedLength: Int(length), dataFileID: fileID, lastSequence: sequence))
+    }
+
     /// Sets up every field from what a full scan found. The magic comes last, so a
-    /// process killed half-way leaves a header that is still seen as invalid.
+    /// process killed half-way leaves a header that is still seen as uninitialized.
     func initialize(dataFileID: UInt64, committedLength: Int, lastSequence: UInt64) {
         store(0, 0)
-        self.dataFileID = dataFileID
-        self.committedLength = committedLength
-        self.lastSequence = lastSequence
+        setCommitted(length: committedLength, dataFileID: dataFileID)
+        setLastSequence(lastSequence)
         committerPID = getpid()
         store(BootID.current.0, 48)
         store(BootID.current.1, 56)
-        // A fresh random even generation, so that no cached generation from before
-        // can match it by chance.
-        publish(generation: UInt64.random(in: 0...(1 << 62)) & ~1)
+        // A fresh random even generation, never 0 (a page zeroed under a reader must
+        // not look fresh), so that no cached generation from before matches it by chance.
+        publish(generation: UInt64.random(in: 1...(1 << 62)) << 1)
         store(Self.magic, 0)
     }
+
+    // MARK: Waiting for the lock
+
+    /// Bumped by a process releasing the lock while others wait; they wait on it.
+    var releases: UnsafeMutablePointer<UInt32> { (base + 64).assumingMemoryBound(to: UInt32.self) }
+    /// How many processes wait for the lock, so that a release without waiters
+    /// costs no system call. Only a hint: a wrong count costs a wake-up or a delay.
+    var waiters: UnsafeMutablePointer<UInt32> { (base + 68).assumingMemoryBound(to: UInt32.self) }
 }

@@ -1,4 +1,3 @@
-import Synchronization
 
 /// Gives every `Suite` instance of one suite in this process the same `SuiteStore`,
 /// as long as any of them is alive, so they share one cache and one set of files.
@@ -11,9 +10,9 @@ enum StoreRegistry {
     /// Keyed by the directory's device and inode and the suite's name, as text: a
     /// dictionary keyed by a struct of our own costs a new process a runtime
     /// conformance lookup the first time it opens a suite, a String key does not.
-    private static let stores = Mutex<[String: WeakStore]>([:])
+    private static let stores = Locked<[String: WeakStore]>([:])
 
-    static func store(named name: String, directoryPath: String, sharing: Suite.Sharing) throws -> SuiteStore {
+    static func store(named name: String, directoryPath: String, sharing: Suite.Sharing, lockTimeout: Duration?) throws -> SuiteStore {
         let directory = try SuiteFiles.openDirectory(path: directoryPath, sharing: sharing, suite: name)
         let status: FileStatus
         do {
@@ -30,7 +29,7 @@ enum StoreRegistry {
         }
         // Opened outside the registry's lock: opening reads the file and may wait for
         // another process's lock.
-        let opened = try SuiteStore(name: name, directory: directory, identity: identity, sharing: sharing)
+        let opened = try SuiteStore(name: name, directory: directory, identity: identity, sharing: sharing, lockTimeout: lockTimeout)
         return stores.withLock { stores in
             if let raced = stores[key]?.store { return raced }
             if stores.values.contains(where: { $0.store == nil }) { stores = stores.filter { $0.value.store != nil } }

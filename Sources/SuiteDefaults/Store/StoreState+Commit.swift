@@ -8,6 +8,7 @@ extension StoreState {
     /// is published, so a process killed anywhere in between leaves a sign that the
     /// next writer acts on. A failed write is cut off again, leaving the file as it was.
     func commit(_ operations: [Operation], durability: Suite.Durability, options: Suite.Options) throws {
+        try checkSameProcess()
         guard writable, let header else {
             throw SuiteError(.readOnly, suite: suite, path: files.dataPath,
                              message: "This process may only read the suite (its files or directory are not writable).")
@@ -17,20 +18,33 @@ extension StoreState {
             return
         }
         let live = contents.liveBytes(after: operations)
-        if live > options.maximumSuiteSize && live > contents.liveBytes {
+        let limit = options.effectiveMaximumSuiteSize
+        if live > limit && live > contents.liveBytes {
             throw SuiteError(.suiteTooLarge, suite: suite,
-                             message: "The write would grow the suite to \(live) bytes, over its limit of \(options.maximumSuiteSize) bytes (Suite.Options.maximumSuiteSize). Remove keys or store less.")
+                             message: "The write would grow the suite to \(live) bytes, over its limit of \(limit) bytes (Suite.Options.maximumSuiteSize). Remove keys or store less.")
         }
         if dataFile == nil { try createDataFile(durable: durability == .durable) }
         guard let dataFile else { return }
 
-        let record = Record(kind: .transaction, sequence: max(header.lastSequence, contents.lastSequence) + 1,
-                            timestamp: Clock.nanosecondsSince1970(), pid: getpid(), operations: operations)
+        // Every number below comes from this process's own catch-up, which checked
+        // it, never from the shared page again: another process may write that page
+        // at any time.
+        let sequence = max(view.lastSequence, contents.lastSequence) + 1
+        guard sequence <= FormatLimits.maximumSequence else {
+            throw SuiteError(.corruptFile, suite: suite, path: files.dataPath,
+                             message: "The suite's sequence numbers are used up: a record numbered \(sequence - 1) was written by something other than this library. Nothing was written; export the suite, remove its files and import it again.")
+        }
+        let record = Record(kind: .transaction, sequence: sequence,
+                            timestamp: WallClock.nanosecondsSince1970(), pid: getpid(), operations: operations)
         let bytes = RecordFormat.encode(record)
-        let start = header.committedLength
-        let generation = header.generation
+        let start = view.length
+        guard start + bytes.count <= FormatLimits.maximumFileSize else {
+            throw SuiteError(.suiteTooLarge, suite: suite, path: files.dataPath,
+                             message: "The suite file would grow past \(FormatLimits.maximumFileSize) bytes, the most a suite file may have, because compaction keeps failing (see the compactionFailed diagnostics). Nothing was written.")
+        }
+        let generation = view.generation
         header.committerPID = getpid()
-        header.publish(generation: generation + 1)
+        header.publish(generation: generation &+ 1)
         SuiteFaultInjection.reach(.commitStarted)
         do {
             try bytes.withUnsafeBytes { raw in
@@ -47,16 +61,17 @@ extension StoreState {
             if durability == .durable { try dataFile.synchronizeData() }
         } catch {
             // Leave the generation odd if the cut fails, so the next writer cleans up.
-            if (try? dataFile.truncate(to: start)) != nil { header.publish(generation: generation + 2) }
+            if (try? dataFile.truncate(to: start)) != nil { header.publish(generation: generation &+ 2) }
             throw files.error(error, doing: "write to the suite file")
         }
         SuiteFaultInjection.reach(.recordWritten)
-        header.committedLength = start + bytes.count
-        header.lastSequence = record.sequence
-        header.publish(generation: generation + 2)
+        header.setCommitted(length: start + bytes.count, dataFileID: view.dataFileID)
+        header.setLastSequence(record.sequence)
+        header.publish(generation: generation &+ 2)
         SuiteFaultInjection.reach(.committed)
         apply(record)
-        view = View(generation: generation + 2, dataFileID: view.dataFileID, length: start + bytes.count, isLoaded: true)
+        view = View(generation: generation &+ 2, dataFileID: view.dataFileID, length: start + bytes.count,
+                    lastSequence: record.sequence, isLoaded: true)
         compactIfNeeded(options: options, durable: durability == .durable)
     }
 
@@ -95,22 +110,21 @@ extension StoreState {
             throw SuiteError(.ioFailure, suite: suite, path: files.dataPath,
                              message: "The new suite file disappeared as it was created; nothing was written. Try again.")
         }
-        let generation = header.generation
-        header.publish(generation: generation + 1)
-        header.dataFileID = new.fileID
-        header.committedLength = new.length
-        header.publish(generation: generation + 2)
+        let generation = view.generation
+        header.publish(generation: generation &+ 1)
+        header.setCommitted(length: new.length, dataFileID: new.fileID)
+        header.publish(generation: generation &+ 2)
         dataFile = descriptor
-        view = View(generation: generation + 2, dataFileID: new.fileID, length: new.length, isLoaded: true)
+        view = View(generation: generation &+ 2, dataFileID: new.fileID, length: new.length,
+                    lastSequence: view.lastSequence, isLoaded: true)
     }
 
     private func compactIfNeeded(options: Suite.Options, durable: Bool) {
-        guard let header else { return }
-        let length = header.committedLength
+        let length = view.length
         let live = DataFileHeader.size + RecordFormat.overhead + contents.liveBytes
         guard length > max(2 * live, live + options.compactionSlack), length >= compactionRetryLength else { return }
         do {
-            try compact(durable: durable)
+            try compact(durable: durable, historyLimit: options.changeHistorySize)
         } catch {
             compactionRetryLength = length + options.compactionSlack
             diagnose(.compactionFailed, "Compaction failed and will be tried again later; nothing stored was affected: \(error)")
@@ -118,32 +132,37 @@ extension StoreState {
     }
 
     /// Under the exclusive lock, caught up: writes the live state to a new file and
-    /// renames it over the journal. Processes holding the old file notice the new
-    /// file ID in the shared header and switch.
-    func compact(durable: Bool) throws {
+    /// renames it over the journal, keeping the replaced journal as history for
+    /// observers that lag (up to `historyLimit` bytes of such files). Processes
+    /// holding the old file notice the new file ID in the shared header and switch.
+    func compact(durable: Bool, historyLimit: Int) throws {
+        try checkSameProcess()
         guard writable, let header, dataFile != nil else { return }
         files.removeStaleTemporaryFiles()
-        let snapshot = contents.snapshot(timestamp: Clock.nanosecondsSince1970(), pid: getpid())
+        let snapshot = contents.snapshot(timestamp: WallClock.nanosecondsSince1970(), pid: getpid())
         let new = try files.writeNewDataFile(snapshot: snapshot, durable: durable)
-        let generation = header.generation
+        let kept = historyLimit > 0 && keepAsHistory(endingAt: contents.lastSequence)
+        let generation = view.generation
         header.committerPID = getpid()
-        header.publish(generation: generation + 1)
+        header.publish(generation: generation &+ 1)
         do {
             try files.directory.rename(new.temporaryName, to: files.dataName)
         } catch {
             new.descriptor.close()
             try? files.directory.removeFile(new.temporaryName)
-            header.publish(generation: generation + 2)
+            if kept { try? files.directory.removeFile(files.historyName(endingAt: contents.lastSequence)) }
+            header.publish(generation: generation &+ 2)
             throw files.error(error, doing: "replace the suite file with its compacted form")
         }
         SuiteFaultInjection.reach(.compactionRenamed)
         if durable { try? files.directory.synchronize() }
-        header.dataFileID = new.fileID
-        header.committedLength = new.length
-        header.publish(generation: generation + 2)
+        header.setCommitted(length: new.length, dataFileID: new.fileID)
+        header.publish(generation: generation &+ 2)
         dataFile?.close()
         dataFile = new.descriptor
-        view = View(generation: generation + 2, dataFileID: new.fileID, length: new.length, isLoaded: true)
+        view = View(generation: generation &+ 2, dataFileID: new.fileID, length: new.length,
+                    lastSequence: view.lastSequence, isLoaded: true)
+        trimHistory(limit: historyLimit)
     }
 
     /// `fdatasync` of the data file and `fsync` of the directory.

@@ -7,16 +7,20 @@ extension StoreState {
     /// Runs when the header cannot be trusted (the first process after a reboot) or a
     /// writer died inside a commit (odd generation), and when damage was found.
     func rebuild() throws {
+        try checkSameProcess()
         guard let header else { throw NeedsExclusiveLock() }
-        let interruptedBy = header.isValid && header.generation & 1 == 1 ? header.committerPID : nil
-        let previousSequence = header.isValid ? header.lastSequence : 0
+        // What the header said, if it can be believed at all.
+        let trusted: SharedHeader.Snapshot? = if case .valid(let snapshot) = header.read() { snapshot } else { nil }
+        let interruptedBy = trusted?.isCommitInProgress == true ? header.committerPID : nil
+        let previousSequence = trusted?.lastSequence ?? 0
         files.removeStaleTemporaryFiles()
 
         var bytes: [UInt8] = []
         var descriptor = try files.openDataFile(writable: true)
         if let open = descriptor {
             do {
-                bytes = try open.read(count: try open.status().size, at: 0)
+                let status = try open.status()
+                bytes = try readWholeDataFile(open, status: status)
             } catch {
                 open.close()
                 throw files.error(error, doing: "read the suite file")
@@ -29,7 +33,7 @@ extension StoreState {
             }
         }
         guard let descriptor else {
-            if header.isValid && header.dataFileID != 0 {
+            if let trusted, trusted.dataFileID != 0 {
                 diagnose(.dataFileMissing, path: files.dataPath,
                          "The suite file disappeared or was emptied while its lock file remained; the suite starts empty.")
             }
@@ -37,18 +41,19 @@ extension StoreState {
             dataFile = nil
             replaceContents(with: SuiteContents())
             header.initialize(dataFileID: 0, committedLength: 0, lastSequence: previousSequence)
-            view = View(generation: header.generation, dataFileID: 0, length: 0, isLoaded: true)
+            view = View(generation: header.generation, dataFileID: 0, length: 0, lastSequence: previousSequence, isLoaded: true)
             return
         }
 
         // The committed length describes one file: after a compaction killed between
         // its rename and the header update, the file on disk is the new one.
-        let describesThisFile = bytes.withUnsafeBytes { DataFileHeader.decode($0) } == .valid(fileID: header.dataFileID)
-        let trustedLength = header.isValid && describesThisFile ? header.committedLength : nil
+        let trustedLength = trusted.flatMap { trusted in
+            bytes.withUnsafeBytes { DataFileHeader.decode($0) } == .valid(fileID: trusted.dataFileID) ? trusted.committedLength : nil
+        }
         var scan: DataFileScan
         do {
             scan = try scanRefusingForeign(bytes, committedLength: trustedLength)
-        } catch let error as SuiteError where error.code == .foreignFile && header.isValid && header.dataFileID != 0 {
+        } catch let error as SuiteError where error.code == .foreignFile && (trusted?.dataFileID ?? 0) != 0 {
             // The shared header proves a suite file was here: what is there now is that
             // file, damaged beyond recognition. Keep it aside and start afresh.
             scan = DataFileScan()
@@ -86,25 +91,21 @@ extension StoreState {
         dataFile?.close()
         dataFile = current.descriptor
         replaceContents(with: scan.contents)
-        header.initialize(dataFileID: current.fileID, committedLength: current.length,
-                          lastSequence: max(scan.contents.lastSequence, previousSequence))
-        view = View(generation: header.generation, dataFileID: current.fileID, length: current.length, isLoaded: true)
+        let lastSequence = max(scan.contents.lastSequence, previousSequence)
+        header.initialize(dataFileID: current.fileID, committedLength: current.length, lastSequence: lastSequence)
+        view = View(generation: header.generation, dataFileID: current.fileID, length: current.length,
+                    lastSequence: lastSequence, isLoaded: true)
     }
 
     /// Writes what survived into a new file, and keeps the damaged one aside.
     private func replaceDamagedFile(with scan: DataFileScan) throws -> (descriptor: FileDescriptor, fileID: UInt64, length: Int) {
-        let snapshot = scan.contents.snapshot(timestamp: Clock.nanosecondsSince1970(), pid: getpid())
+        let snapshot = scan.contents.snapshot(timestamp: WallClock.nanosecondsSince1970(), pid: getpid())
         // A repair is rare and follows trouble, so it always goes to the disk.
         let new = try files.writeNewDataFile(snapshot: snapshot, durable: true)
-        let aside = files.damagedName()
+        let aside: String
         do {
-            try files.directory.rename(files.dataName, to: aside)
-            do {
-                try files.directory.rename(new.temporaryName, to: files.dataName)
-            } catch {
-                try? files.directory.rename(aside, to: files.dataName)
-                throw error
-            }
+            aside = try keepDamagedFileAside()
+            try files.directory.rename(new.temporaryName, to: files.dataName)
             try? files.directory.synchronize()
         } catch {
             new.descriptor.close()
@@ -116,13 +117,27 @@ extension StoreState {
                  "The suite file was damaged (\(problem)). \(scan.recordCount) intact records were kept and \(scan.unreadableBytes) unreadable bytes skipped; the damaged file was kept as \(aside).")
         return (new.descriptor, new.fileID, new.length)
     }
-}
 
-/// Wall-clock time for record timestamps.
-enum Clock {
-    static func nanosecondsSince1970() -> Int64 {
-        var now = timespec()
-        clock_gettime(CLOCK_REALTIME, &now)
-        return Int64(now.tv_sec) * 1_000_000_000 + Int64(now.tv_nsec)
+    /// Gives the damaged data file a second name of its own, never one that exists
+    /// already, so that no kept copy replaces another. The data file keeps its name
+    /// until the repaired file is renamed over it.
+    private func keepDamagedFileAside() throws -> String {
+        let now = Int(WallClock.nanosecondsSince1970() / 1_000_000_000)
+        for name in files.damagedNames(at: now).prefix(1000) {
+            do {
+                try files.directory.link(files.dataName, to: name)
+                return name
+            } catch let failure as SystemCallError where failure.errno == EEXIST {
+                continue
+            } catch let failure as SystemCallError where failure.errno == EPERM || failure.errno == EOPNOTSUPP {
+                // No hard links here. Under the exclusive lock, a name found free stays
+                // free but for processes outside the protocol.
+                guard try files.directory.status(of: name) == nil else { continue }
+                try files.directory.rename(files.dataName, to: name)
+                return name
+            }
+        }
+        throw SuiteError(.ioFailure, suite: suite, path: files.dataPath,
+                         message: "Could not find a free name to keep the damaged suite file aside; nothing was changed.")
     }
 }

@@ -6,27 +6,39 @@ import Glibc
 struct NeedsExclusiveLock: Error {}
 
 /// What one process knows of a suite: its open files, the mapped shared header, and
-/// the contents as of the last catch-up. One instance per suite per process.
+/// the contents as of the last catch-up. One instance per suite per process, and a
+/// new one in a forked child (locks belong to open files, which a child shares with
+/// its parent until it opens its own).
 ///
 /// `@unchecked Sendable` because it is confined by hand: it is only ever reached
-/// through `SuiteStore`'s mutex, which hands it to one thread at a time.
+/// through `SuiteStore`'s lock, which hands it to one thread at a time.
 final class StoreState: @unchecked Sendable {
     let files: SuiteFiles
-    private(set) var lockFile: FileDescriptor
-    /// Nil only for a read-only suite whose lock file is too short to map.
-    private(set) var header: SharedHeader?
-    private(set) var writable: Bool
+    // Set when the suite is opened, and again only by the lock code (when the lock
+    // file was replaced or cut short under this process).
+    /// Nil when this process can open no lock file: it reads without locks.
+    var lockFile: FileDescriptor?
+    /// Nil when there is no lock file, or a read-only one too short to map.
+    var header: SharedHeader?
+    var writable: Bool
     var dataFile: FileDescriptor?
     /// The committed state as last read. Changed only through `apply(_:)` and
     /// `replaceContents(with:)`, which report the changes to observers.
     private(set) var contents = SuiteContents()
+    /// The fork epoch the files were opened in; in a child they are the parent's.
+    let epoch = ForkEpoch.current
 
     /// What `contents` reflects, in the shared header's terms.
     struct View {
         var generation: UInt64 = 0
         var dataFileID: UInt64 = 0
         var length = 0
+        /// The header's last sequence number, which stays ahead of the contents' when
+        /// a data file disappeared, so that sequence numbers never go back.
+        var lastSequence: UInt64 = 0
         var isLoaded = false
+        /// Without a lock file: the data file as it was when read.
+        var lockless: FileStatus?
     }
 
     var view = View()
@@ -42,39 +54,37 @@ final class StoreState: @unchecked Sendable {
     /// Changes found under the lock, handed to the observers in this order.
     var pendingChanges: [SuiteChange] = []
 
-    /// Takes ownership of `files.directory`, closing it if the suite cannot be opened.
     init(files: SuiteFiles) throws {
         self.files = files
-        do {
-            (lockFile, header, writable) = try Self.openLock(files)
-        } catch {
-            files.directory.close()
-            throw error
-        }
+        (lockFile, header, writable) = try Self.openLock(files)
     }
 
     /// Opens and maps the lock file.
-    private static func openLock(_ files: SuiteFiles) throws -> (FileDescriptor, SharedHeader?, Bool) {
-        let (lockFile, writable) = try files.openLockFile()
+    static func openLock(_ files: SuiteFiles) throws -> (FileDescriptor?, SharedHeader?, Bool) {
+        let lockFile: FileDescriptor, writable: Bool
+        switch try files.openLockFile() {
+        case .writable(let descriptor): (lockFile, writable) = (descriptor, true)
+        case .readOnly(let descriptor): (lockFile, writable) = (descriptor, false)
+        case .none: return (nil, nil, false)
+        }
         var header: SharedHeader?
-        if (try? lockFile.status())?.size ?? 0 >= SharedHeader.size {
-            let protection = writable ? PROT_READ | PROT_WRITE : PROT_READ
-            let address = mmap(nil, SharedHeader.size, protection, MAP_SHARED, lockFile.rawValue, 0)
-            if let address, address != MAP_FAILED { header = SharedHeader(base: address) }
+        if writable || ((try? lockFile.status())?.size ?? 0) >= SharedHeader.size {
+            header = MappedPage(lockFile, writable: writable).map(SharedHeader.init)
         }
         if writable && header == nil {
+            let code = errno
             lockFile.close()
-            throw SuiteError(.ioFailure, suite: files.suite, path: files.lockPath, errno: errno,
+            throw SuiteError(.ioFailure, suite: files.suite, path: files.lockPath, errno: code,
                              message: "Could not map the suite's lock file into memory; the file system may not support shared mappings.")
         }
         return (lockFile, header, writable)
     }
 
     deinit {
-        if let header { munmap(header.base, SharedHeader.size) }
+        // Closing never releases a lock that a parent process holds through the same
+        // open file description: the parent's descriptor keeps it.
         dataFile?.close()
-        lockFile.close()
-        files.directory.close()
+        lockFile?.close()
     }
 
     var suite: String { files.suite }
@@ -84,37 +94,13 @@ final class StoreState: @unchecked Sendable {
                                                   path: path, message: message))
     }
 
-    // MARK: Locking
-
-    func withFileLock<R>(_ kind: FileDescriptor.LockKind, _ body: () throws -> R) throws -> R {
-        do {
-            try lockFile.lock(kind, path: files.lockPath)
-            // A lock on a lock file that lost its name excludes no newcomer, who opens
-            // the new file by that name: follow the name.
-            while try lockFile.status().linkCount == 0 {
-                try replaceUnlinkedLockFile()
-                try lockFile.lock(kind, path: files.lockPath)
-            }
-        } catch {
-            throw files.error(error, doing: "lock the suite")
+    /// Refuses to touch the shared files from a forked child through the parent's
+    /// descriptors: their locks are the parent's.
+    func checkSameProcess() throws {
+        guard epoch == ForkEpoch.current else {
+            throw SuiteError(.ioFailure, suite: suite,
+                             message: "The process forked inside a transaction of this suite; the child may not finish the parent's transaction, so nothing was written. Use the suite outside the transaction.")
         }
-        defer { lockFile.unlock() }
-        return try body()
-    }
-
-    /// Someone deleted or replaced the lock file while this process had it open.
-    /// Moves every process still on the old file to the new one: a change of the old
-    /// generation sends their readers to the slow path, where they see the same.
-    private func replaceUnlinkedLockFile() throws {
-        if writable, let header { header.publish(generation: header.generation &+ 2) }
-        let (newLock, newHeader, newWritable) = try Self.openLock(files)
-        lockFile.unlock()
-        if let header { munmap(header.base, SharedHeader.size) }
-        lockFile.close()
-        lockFile = newLock
-        header = newHeader
-        writable = newWritable
-        view.isLoaded = false
     }
 
     // MARK: Reading
@@ -127,16 +113,16 @@ final class StoreState: @unchecked Sendable {
 
     /// Brings `contents` up to the committed state, taking the shared lock, and the
     /// exclusive lock when a repair turns out to be needed.
-    func refresh() throws {
+    func refresh(lockTimeout: Duration?) throws {
         if isFresh { return }
         var kind = FileDescriptor.LockKind.shared
         while true {
             do {
-                try withFileLock(kind) { try catchUp(exclusive: kind == .exclusive) }
+                try withFileLock(kind, timeout: lockTimeout) { try catchUp(exclusive: kind == .exclusive) }
                 return
             } catch is NeedsExclusiveLock {
                 guard writable else {
-                    try withFileLock(.shared) { try loadWithoutRepair() }
+                    try withFileLock(.shared, timeout: lockTimeout) { try loadWithoutRepair() }
                     return
                 }
                 kind = .exclusive
@@ -146,111 +132,104 @@ final class StoreState: @unchecked Sendable {
 
     /// Under the lock: reads whatever was committed since the last catch-up.
     func catchUp(exclusive: Bool) throws {
+        try checkSameProcess()
         guard let header else { throw NeedsExclusiveLock() }
-        if !header.isValid || (exclusive && header.generation & 1 == 1) {
-            // Never set up since boot, or a writer died inside a commit.
+        let committed: SharedHeader.Snapshot
+        switch header.read() {
+        case .valid(let snapshot):
+            committed = snapshot
+        case .uninitialized:
+            // Never set up since boot.
             guard exclusive else { throw NeedsExclusiveLock() }
-            try rebuild()
-            return
+            return try rebuild()
+        case .implausible(let reason):
+            guard exclusive else { throw NeedsExclusiveLock() }
+            diagnose(.rebuiltSharedHeader, path: files.lockPath,
+                     "The shared header in the lock file was not written by this library (\(reason)); it was set up again from the suite file.")
+            return try rebuild()
         }
-        let generation = header.generation
-        let fileID = header.dataFileID
-        let length = header.committedLength
+        // A writer died inside a commit.
+        if exclusive && committed.isCommitInProgress { return try rebuild() }
+        let fileID = committed.dataFileID, length = committed.committedLength
         if fileID == 0 {
             if !view.isLoaded || view.dataFileID != 0 {
                 dataFile?.close()
                 dataFile = nil
                 replaceContents(with: SuiteContents())
             }
-        } else if fileID != view.dataFileID || length < view.length || dataFile == nil {
-            try loadDataFile(expecting: fileID, length: length, exclusive: exclusive)
-        } else if length > view.length {
-            try readRecords(from: view.length, to: length, exclusive: exclusive)
-        }
-        // With no commit in progress the file ends exactly at the committed length,
-        // and still has its name; anything else was done to it without the lock
-        // (bytes appended, the file cut, deleted or replaced).
-        if let dataFile, generation & 1 == 0 {
+        } else {
             let status: FileStatus
-            do {
-                status = try dataFile.status()
-            } catch {
-                throw files.error(error, doing: "inspect the suite file")
+            if fileID != view.dataFileID || length < view.length || dataFile == nil {
+                // Nil when it found damage and repaired it, which set everything up.
+                guard let loaded = try loadDataFile(expecting: fileID, length: length, exclusive: exclusive) else { return }
+                status = loaded
+            } else {
+                status = try dataFileStatus()
+                // Bounded by what is there before anything is read.
+                guard length <= status.size else { return try damageFound(exclusive: exclusive) }
+                if length > view.length { try readRecords(from: view.length, to: length, exclusive: exclusive) }
             }
-            if status.size != length || status.linkCount == 0 { return try damageFound(exclusive: exclusive) }
+            // With no commit in progress the file ends exactly at the committed length,
+            // and still has its name; anything else was done to it without the lock
+            // (bytes appended, the file cut, deleted or replaced).
+            if !committed.isCommitInProgress && (status.size != length || status.linkCount == 0) {
+                return try damageFound(exclusive: exclusive)
+            }
         }
-        view = View(generation: generation, dataFileID: fileID, length: length, isLoaded: true)
+        view = View(generation: committed.generation, dataFileID: fileID, length: length,
+                    lastSequence: committed.lastSequence, isLoaded: true)
+    }
+
+    private func dataFileStatus() throws -> FileStatus {
+        guard let dataFile else { throw NeedsExclusiveLock() }
+        do {
+            return try dataFile.status()
+        } catch {
+            throw files.error(error, doing: "inspect the suite file")
+        }
     }
 
     /// Damage inside the committed part of the file: repaired at once under the
     /// exclusive lock, else the caller retries with it.
-    private func damageFound(exclusive: Bool) throws {
+    func damageFound(exclusive: Bool) throws {
         guard exclusive else { throw NeedsExclusiveLock() }
         try rebuild()
     }
 
-    /// Reads a data file that replaced the one this process had (or its first).
-    private func loadDataFile(expecting fileID: UInt64, length: Int, exclusive: Bool) throws {
+    /// Reads a data file that replaced the one this process had (or its first), and
+    /// returns its status; nil when it was damaged and has been repaired.
+    private func loadDataFile(expecting fileID: UInt64, length: Int, exclusive: Bool) throws -> FileStatus? {
         guard let descriptor = try files.openDataFile(writable: writable) else {
-            return try damageFound(exclusive: exclusive)
+            try damageFound(exclusive: exclusive)
+            return nil
         }
-        let bytes: [UInt8]
+        let bytes: [UInt8], status: FileStatus
         do {
-            bytes = try descriptor.read(count: length, at: 0)
+            status = try descriptor.status()
+            // Bounded by what is there before anything is read.
+            bytes = length <= status.size ? try descriptor.read(count: length, at: 0) : []
         } catch {
             descriptor.close()
             throw files.error(error, doing: "read the suite file")
         }
         let header = bytes.withUnsafeBytes { DataFileHeader.decode($0) }
-        guard bytes.count == length, header == .valid(fileID: fileID),
+        guard length <= status.size, bytes.count == length, header == .valid(fileID: fileID),
               let records = Self.records(in: bytes, from: DataFileHeader.size, after: nil)
         else {
             descriptor.close()
-            return try damageFound(exclusive: exclusive)
-        }
-        drainReplacedFile()
-        dataFile?.close()
-        dataFile = descriptor
-        // Replay the new file from the state before its first commit: its snapshot,
-        // or nothing for a file that was created rather than compacted.
-        var replay = SuiteContents()
-        var commits = records[...]
-        if let first = records.first, first.kind == .snapshot {
-            replay.apply(first)
-            commits = records.dropFirst()
+            try damageFound(exclusive: exclusive)
+            return nil
         }
         if observers.isEmpty {
-            for record in commits { replay.apply(record) }
-            contents = replay
-            return
-        }
-        // Jump to where the new file starts: nothing when it continues from what this
-        // process saw, else the net change (commits it never read were folded into
-        // the snapshot). Then report the file's commits one by one.
-        if replay.values == contents.values {
+            dataFile?.close()
+            dataFile = descriptor
+            var replay = SuiteContents()
+            for record in records { replay.apply(record) }
             contents = replay
         } else {
-            replaceContents(with: replay)
+            continueObserving(into: descriptor, records: records)
         }
-        for record in commits { apply(record) }
-    }
-
-    /// Before moving to a compacted file, reads the commits this process had not yet
-    /// seen from the old one, which no one writes to any more: so that observers get
-    /// every commit, not just the net change.
-    private func drainReplacedFile() {
-        guard !observers.isEmpty, let dataFile, view.isLoaded,
-              let size = try? dataFile.status().size, size > view.length,
-              let bytes = try? dataFile.read(count: size - view.length, at: view.length)
-        else { return }
-        var offset = 0
-        bytes.withUnsafeBytes { buffer in
-            while case .record(let record, let end) = RecordFormat.parse(buffer, at: offset, limit: buffer.count),
-                  record.kind == .transaction, record.sequence > contents.lastSequence {
-                apply(record)
-                offset = end
-            }
-        }
+        return status
     }
 
     /// Reads and applies the records in `start ..< end` of the current data file.
@@ -306,9 +285,10 @@ final class StoreState: @unchecked Sendable {
     }
 
     /// Replaces the contents with a state read whole, reporting the net change of
-    /// every key to the observers, if any.
-    func replaceContents(with new: SuiteContents) {
-        if !observers.isEmpty {
+    /// every key to the observers, if any (unless the new state is known to be the
+    /// same as the old one, only read in another form).
+    func replaceContents(with new: SuiteContents, reportingChanges: Bool = true) {
+        if reportingChanges && !observers.isEmpty {
             let now = Date()
             for change in contents.changes(to: new).sorted(by: { $0.key < $1.key }) {
                 pendingChanges.append(SuiteChange(suite: suite, key: change.key, oldValue: change.oldValue, newValue: change.newValue,
@@ -320,7 +300,8 @@ final class StoreState: @unchecked Sendable {
     }
 
     /// For a suite this process may only read: reads the whole file without repairing
-    /// anything, keeping every record that verifies.
+    /// anything, keeping every record that verifies. Without a lock file, the file is
+    /// read again only when it changed (another inode or size), which a `stat` tells.
     private func loadWithoutRepair() throws {
         guard let descriptor = try files.openDataFile(writable: false) else {
             replaceContents(with: SuiteContents())
@@ -328,19 +309,41 @@ final class StoreState: @unchecked Sendable {
             return
         }
         defer { descriptor.close() }
-        let bytes: [UInt8]
+        let status: FileStatus
         do {
-            bytes = try descriptor.read(count: try descriptor.status().size, at: 0)
+            status = try descriptor.status()
         } catch {
-            throw files.error(error, doing: "read the suite file")
+            throw files.error(error, doing: "inspect the suite file")
         }
+        if lockFile == nil, let last = view.lockless, last == status { return }
+        let bytes = try readWholeDataFile(descriptor, status: status)
+        // Without the lock, a writer may be appending: what is cut short at the end is
+        // a commit still in progress, not damage.
         let scan = try scanRefusingForeign(bytes, committedLength: nil)
         if scan.verdict == .damaged {
             diagnose(.repairedDamage, "The suite file is damaged (\(scan.firstProblem?.description ?? "unreadable bytes")); it is read-only here, so \(scan.recordCount) intact records were read and the file was left as it is.")
         }
         replaceContents(with: scan.contents)
-        // Without a mapped header there is nothing cheap to compare, so read again next time.
-        view = View(generation: header?.generation ?? 0, isLoaded: header != nil)
+        view = View(generation: header?.generation ?? 0, isLoaded: header != nil, lockless: lockFile == nil ? status : nil)
+    }
+
+    /// Reads a whole data file, refusing one larger than the format allows before
+    /// reading it: with its magic it is a suite too large, without it not a suite.
+    func readWholeDataFile(_ descriptor: FileDescriptor, status: FileStatus) throws -> [UInt8] {
+        do {
+            if status.size > FormatLimits.maximumFileSize {
+                let start = try descriptor.read(count: DataFileHeader.magic.count, at: 0)
+                if start == DataFileHeader.magic {
+                    throw SuiteError(.suiteTooLarge, suite: suite, path: files.dataPath,
+                                     message: "The suite file is \(status.size) bytes, over the \(FormatLimits.maximumFileSize) bytes a suite file may have; it was left as it is.")
+                }
+                throw SuiteError(.foreignFile, suite: suite, path: files.dataPath,
+                                 message: "This file is not a suite file (and at \(status.size) bytes, far larger than one), so it was left untouched. Move it away, or choose another suite name.")
+            }
+            return try descriptor.read(count: status.size, at: 0)
+        } catch {
+            throw files.error(error, doing: "read the suite file")
+        }
     }
 
     func scanRefusingForeign(_ bytes: [UInt8], committedLength: Int?) throws -> DataFileScan {

@@ -101,7 +101,7 @@ struct SuiteContents: Sendable {
         for key in touched {
             let old = before[key]!
             let new = entries[key]?.value
-            if old != new { changes!.append(KeyChange(key: key, oldValue: old, newValue: new)) }
+            if !old.isStored(identicallyTo: new) { changes!.append(KeyChange(key: key, oldValue: old, newValue: new)) }
         }
     }
 
@@ -141,7 +141,7 @@ struct SuiteContents: Sendable {
     /// The net changes from `self` to `other`, per key.
     func changes(to other: SuiteContents) -> [KeyChange] {
         var result: [KeyChange] = []
-        for (key, entry) in entries where other.entries[key]?.value != entry.value {
+        for (key, entry) in entries where !other[key].isStored(identicallyTo: entry.value) {
             result.append(KeyChange(key: key, oldValue: entry.value, newValue: other.entries[key]?.value))
         }
         for (key, entry) in other.entries where entries[key] == nil {

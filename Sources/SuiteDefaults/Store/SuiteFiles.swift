@@ -1,15 +1,16 @@
-import Foundation
 import Glibc
 
 /// The files of one suite in one directory, and the rules for opening them:
 ///
 /// - `NAME.suite`, the data file: a header, then the journal of records.
 /// - `NAME.suite.lock`, never replaced: the `flock` target, and the shared header.
-/// - `NAME.suite.tmp.*`, a compaction in progress; `NAME.suite.damaged-*`, damaged
-///   copies kept aside.
+/// - `NAME.suite.tmp.*`, a new data file being written; `NAME.suite.h.SEQ`, a
+///   replaced journal kept for observers that lag (see `StoreState+History`);
+///   `NAME.suite.damaged-*`, damaged copies kept aside.
 ///
-/// Every file is opened through the directory with `O_NOFOLLOW`, and must be a
-/// regular file owned by the current user (or, in group mode, by the group).
+/// Every file is opened through the directory with `O_NOFOLLOW` and `O_NONBLOCK`,
+/// and must be a regular file owned by the current user (or, in group mode, by the
+/// group). The directory does not belong to these files: its owner closes it.
 struct SuiteFiles {
     let suite: String
     let directory: DirectoryHandle
@@ -34,6 +35,7 @@ struct SuiteFiles {
     }
 
     var temporaryPrefix: String { dataName + ".tmp." }
+    var historyPrefix: String { dataName + ".h." }
     var fileMode: mode_t { sharing == .group ? 0o660 : 0o600 }
 
     /// The `SuiteError` for a failure while doing `action` to this suite's files.
@@ -90,6 +92,10 @@ struct SuiteFiles {
             throw SuiteError(.foreignOwner, suite: suite, path: path,
                              message: "Every user may write to the suite directory (mode \(String(status.permissions, radix: 8))), so any of them could replace its files. Remove the write permission for others (chmod o-w).")
         }
+        if sharing == .private && status.permissions & UInt32(S_IWGRP) != 0 && status.permissions & UInt32(S_ISVTX) == 0 {
+            throw SuiteError(.foreignOwner, suite: suite, path: path,
+                             message: "The members of the directory's group may write to the suite directory (mode \(String(status.permissions, radix: 8))), so they could replace or delete a private suite's files. Remove the group's write permission (chmod g-w), or open the suite with group sharing.")
+        }
     }
 
     /// Whether a file or directory is the current user's, or in group mode the group's.
@@ -136,32 +142,52 @@ struct SuiteFiles {
         try directory.openFile(name, flags: flags, mode: mode)
     }
 
-    /// Opens the lock file, creating it; read-only if the directory or file allows no
-    /// more. Refuses a symbolic link or a file of another user.
-    func openLockFile() throws -> (descriptor: FileDescriptor, writable: Bool) {
-        var writable = true
-        let descriptor: FileDescriptor
+    /// How this process may use the lock file.
+    enum LockFileAccess {
+        case writable(FileDescriptor)
+        case readOnly(FileDescriptor)
+        /// No lock file this process can open (a read-only directory without one, or
+        /// a lock file it may not read): the suite is read without locks.
+        case none
+    }
+
+    /// Opens the lock file, creating it and allocating its first page; read-only if
+    /// the directory or file allows no more. Refuses a symbolic link, a file that is
+    /// not a regular file, a file with more than one name, or a file of another user.
+    func openLockFile() throws -> LockFileAccess {
+        let access: LockFileAccess
         do {
-            descriptor = try open(lockName, flags: O_RDWR | O_CREAT, mode: fileMode)
+            access = .writable(try open(lockName, flags: O_RDWR | O_CREAT, mode: fileMode))
         } catch let failure as SystemCallError where [EACCES, EPERM, EROFS].contains(failure.errno) {
-            writable = false
             do {
-                descriptor = try open(lockName, flags: O_RDONLY)
+                access = .readOnly(try open(lockName, flags: O_RDONLY))
+            } catch let second as SystemCallError where [ENOENT, EACCES, EPERM].contains(second.errno) {
+                return .none
             } catch {
-                // The directory refuses a new file: report the original reason.
-                throw self.error(failure, doing: "open the suite's lock file")
+                throw self.error(error, doing: "open the suite's lock file")
             }
         } catch {
             throw self.error(error, doing: "open the suite's lock file")
         }
+        let descriptor: FileDescriptor
+        switch access {
+        case .writable(let open), .readOnly(let open): descriptor = open
+        case .none: return access
+        }
         do {
             let status = try checkFile(descriptor, name: lockName)
-            if writable && status.size < SharedHeader.size {
+            guard status.linkCount <= 1 else {
+                throw SuiteError(.foreignFile, suite: suite, path: lockPath,
+                                 message: "The lock file has \(status.linkCount) names (hard links), so another name could reach the suite's shared state; suites refuse such a file. Remove the other names, or remove the lock file (it is made again).")
+            }
+            if case .writable = access {
                 if status.size == 0 && status.owner == geteuid() {
                     try? descriptor.setPermissions(fileMode)
                 }
+                // Real blocks for the shared page: a sparse page touched through the
+                // mapping on a full disk would raise SIGBUS instead of an error.
                 do {
-                    try descriptor.truncate(to: SharedHeader.size, path: directory.pathOf(lockName))
+                    try descriptor.allocate(length: SharedHeader.size, path: lockPath)
                 } catch {
                     throw self.error(error, doing: "set up the suite's lock file")
                 }
@@ -170,7 +196,7 @@ struct SuiteFiles {
             descriptor.close()
             throw error
         }
-        return (descriptor, writable)
+        return access
     }
 
     /// Opens the data file; nil when it does not exist.
@@ -226,12 +252,60 @@ struct SuiteFiles {
         var length: Int
     }
 
-    /// A name for keeping a damaged data file aside, unique to this moment and process.
-    func damagedName() -> String {
-        let formatter = ISO8601DateFormatter()
-        formatter.formatOptions = [.withYear, .withMonth, .withDay, .withTime, .withTimeZone]
-        let stamp = formatter.string(from: Date()).replacingOccurrences(of: ":", with: "")
-        return dataName + ".damaged-\(stamp)-\(getpid())"
+    /// The names for keeping a damaged data file aside, to try in turn until one is
+    /// free: `NAME.suite.damaged-STAMP-PID-N`, within the 255-byte limit on file
+    /// names (a long suite name is shortened in the kept copy's name; the diagnostic
+    /// gives the whole path).
+    func damagedNames(at seconds: Int) -> some Sequence<String> {
+        let suffix = ".damaged-" + Self.stamp(seconds) + "-\(getpid())-"
+        return (1...).lazy.map { attempt in
+            let tail = suffix + String(attempt)
+            let room = Self.maximumFileNameBytes - tail.utf8.count - Self.dataSuffix.utf8.count
+            return Self.prefix(of: suite, bytes: room) + Self.dataSuffix + tail
+        }
+    }
+
+    static let maximumFileNameBytes = 255
+
+    /// The longest prefix of `text` in at most `bytes` UTF-8 bytes, cut between scalars.
+    static func prefix(of text: String, bytes: Int) -> String {
+        if text.utf8.count <= bytes { return text }
+        var result = String.UnicodeScalarView()
+        var used = 0
+        for scalar in text.unicodeScalars {
+            let size = String(scalar).utf8.count
+            if used + size > bytes { break }
+            result.append(scalar)
+            used += size
+        }
+        return String(result)
+    }
+
+    /// "20261122T101500Z", UTC.
+    private static func stamp(_ seconds: Int) -> String {
+        var time = time_t(seconds)
+        var parts = tm()
+        gmtime_r(&time, &parts)
+        func two(_ value: Int32) -> String { value < 10 ? "0\(value)" : "\(value)" }
+        return "\(parts.tm_year + 1900)\(two(parts.tm_mon + 1))\(two(parts.tm_mday))T\(two(parts.tm_hour))\(two(parts.tm_min))\(two(parts.tm_sec))Z"
+    }
+
+    /// The name of a replaced journal kept as history: its last sequence number in 16
+    /// hex digits, so that names sort by age and fit beside the longest suite name.
+    func historyName(endingAt sequence: UInt64) -> String {
+        let digits = String(sequence, radix: 16)
+        return historyPrefix + String(repeating: "0", count: 16 - digits.count) + digits
+    }
+
+    /// The history files in the directory, by the last sequence number each holds.
+    func historyFiles() -> [(name: String, lastSequence: UInt64)] {
+        guard let names = try? directory.names() else { return [] }
+        return names.compactMap { name in
+            guard name.hasPrefix(historyPrefix) else { return nil }
+            let digits = name.utf8.dropFirst(historyPrefix.utf8.count)
+            guard digits.count == 16, let sequence = UInt64(String(decoding: digits, as: UTF8.self), radix: 16) else { return nil }
+            return (name, sequence)
+        }.sorted { $0.lastSequence < $1.lastSequence }
     }
 
     /// Removes temporary files that a process killed during a compaction left behind.

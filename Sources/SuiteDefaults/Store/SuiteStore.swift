@@ -1,4 +1,3 @@
-import Dispatch
 import Foundation
 import Glibc
 import Synchronization
@@ -6,72 +5,83 @@ import Synchronization
 /// One suite as this process sees it, shared by every `Suite` instance of the same
 /// suite in the process: the cache, the open files, the registered defaults.
 ///
-/// Threads are kept apart by a mutex, processes by `flock` on the lock file.
+/// Threads are kept apart by a lock, processes by `flock` on the lock file. In a
+/// forked child, the first use opens the files again (the parent's descriptors carry
+/// the parent's locks) and reads the suite afresh; observations made before the fork
+/// stay with the parent.
 final class SuiteStore: Sendable {
     let name: String
     let directoryPath: String
-    private let state: Mutex<StoreState>
-    private let defaults = Mutex<[String: SuiteValue]>([:])
+    private let sharing: Suite.Sharing
+    /// Owned by the store for its whole life; every `StoreState` reaches files through it.
+    private let directory: DirectoryHandle
+    private let state: Locked<StoreState>
+    private let defaults = Locked<[String: SuiteValue]>([:])
     /// The thread inside an `update` block, to catch a block that calls back into
-    /// the suite (which would deadlock) with a clear message.
+    /// the suite (which would deadlock) with a clear message; and the fork epoch it
+    /// was in, since a forked child's new threads may reuse a parent's thread ID.
     private let transactionThread = Atomic<UInt>(0)
-    /// The queues of observation, made with the first observer: a process that only
-    /// reads and writes never starts libdispatch for them.
-    private struct ObserverQueues: @unchecked Sendable {
-        /// Where observers' handlers run, one change at a time, in commit order.
-        let delivery: DispatchQueue
-        /// Where this suite catches up when the change watcher says its file changed,
-        /// so that a suite whose lock is held for long delays no other suite's changes.
-        let refreshing: DispatchQueue
-    }
-    private let observerQueues = Mutex<ObserverQueues?>(nil)
-    private let refreshScheduled = Atomic<Bool>(false)
-
-    private var queues: ObserverQueues {
-        observerQueues.withLock { queues in
-            if let queues { return queues }
-            let made = ObserverQueues(delivery: DispatchQueue(label: "suite-defaults.changes.\(name)"),
-                                      refreshing: DispatchQueue(label: "suite-defaults.refresh.\(name)"))
-            queues = made
-            return made
-        }
-    }
+    private let transactionEpoch = Atomic<UInt32>(0)
+    /// Where this suite's observers are served, made with the first observer: a
+    /// process that only reads and writes starts no thread for them.
+    private let observerQueue = Locked<ObserverQueue?>(nil)
     private let nextObserverID = Atomic<UInt64>(1)
     /// The directory's device and inode, for the change watcher.
     let directoryIdentity: DirectoryIdentity
     /// A path to exactly the directory this store has open, wherever it is now.
-    let watchPath: String
+    var watchPath: String { "/proc/self/fd/\(directory.descriptor.rawValue)" }
 
-    init(name: String, directory: DirectoryHandle, identity: DirectoryIdentity, sharing: Suite.Sharing) throws {
+    /// Takes ownership of `directory`, closing it if the suite cannot be opened.
+    init(name: String, directory: DirectoryHandle, identity: DirectoryIdentity, sharing: Suite.Sharing,
+         lockTimeout: Duration?) throws {
         self.name = name
         self.directoryPath = directory.path
         self.directoryIdentity = identity
-        self.watchPath = "/proc/self/fd/\(directory.descriptor.rawValue)"
-        let state = try StoreState(files: SuiteFiles(suite: name, directory: directory, sharing: sharing))
-        // Read the suite now, so that a foreign or unreadable file fails the open.
-        try state.refresh()
+        self.sharing = sharing
+        self.directory = directory
+        let state: StoreState
+        do {
+            state = try StoreState(files: SuiteFiles(suite: name, directory: directory, sharing: sharing))
+            // Read the suite now, so that a foreign or unreadable file fails the open.
+            try state.refresh(lockTimeout: lockTimeout)
+        } catch {
+            directory.close()
+            throw error
+        }
         let diagnostics = state.pendingDiagnostics
         state.pendingDiagnostics = []
-        self.state = Mutex(state)
+        self.state = Locked(state)
         diagnostics.forEach(SuiteDiagnostics.report)
     }
+
+    deinit { directory.close() }
 
     private static var currentThread: UInt { UInt(bitPattern: Int(bitPattern: UInt(pthread_self()))) }
 
     private func checkNotInsideTransaction() {
-        if transactionThread.load(ordering: .relaxed) == Self.currentThread {
+        if transactionThread.load(ordering: .relaxed) == Self.currentThread
+            && transactionEpoch.load(ordering: .relaxed) == ForkEpoch.current {
             preconditionFailure("Suite \"\(name)\" was used inside its own update block; use the transaction passed to the block instead.")
         }
+    }
+
+    /// The state under the lock; in a forked child, a new state with files of its own.
+    private func current(_ state: inout StoreState) throws -> StoreState {
+        if state.epoch != ForkEpoch.current {
+            state = try StoreState(files: SuiteFiles(suite: name, directory: directory, sharing: sharing))
+        }
+        return state
     }
 
     /// Runs `body` with the state locked, then reports what it diagnosed. The changes
     /// it found are queued for the observers before the lock is released, so they
     /// reach every observer in commit order.
-    private func withState<R>(_ body: (StoreState) throws -> R) rethrows -> R {
+    private func withState<R>(_ body: (StoreState) throws -> R) throws -> R {
         checkNotInsideTransaction()
         var diagnostics: [SuiteDiagnostic] = []
         defer { diagnostics.forEach(SuiteDiagnostics.report) }
         return try state.withLock { state in
+            let state = try current(&state)
             defer {
                 diagnostics = state.pendingDiagnostics
                 state.pendingDiagnostics = []
@@ -87,7 +97,7 @@ final class SuiteStore: Sendable {
         let changes = state.pendingChanges
         let sinks = Array(state.observers.values)
         state.pendingChanges = []
-        queues.delivery.async {
+        queue.async {
             for change in changes {
                 for sink in sinks { sink.receive(change) }
             }
@@ -96,39 +106,48 @@ final class SuiteStore: Sendable {
 
     // MARK: Reading
 
-    /// Runs `body` on the current contents. A failure to refresh is reported as a
-    /// diagnostic, and the last contents read are used.
-    func read<R>(_ body: (SuiteContents) -> R) -> R {
+    /// Runs `body` on the current contents. A failure to refresh (a lock held past
+    /// `lockTimeout` among them) is reported as a diagnostic, and the last contents
+    /// read are used.
+    func read<R>(lockTimeout: Duration?, _ body: (SuiteContents) -> R) -> R {
         // The fresh case, by far the most frequent, touches nothing but the freshness
         // check and the contents.
         checkNotInsideTransaction()
         var result: R?
         let fresh = state.withLock { state in
-            guard state.isFresh else { return false }
+            guard state.epoch == ForkEpoch.current, state.isFresh else { return false }
             result = body(state.contents)
             return true
         }
         if fresh, let result { return result }
-        return withState { state in
-            do {
-                try state.refresh()
-                state.lastRefreshFailure = nil
-            } catch {
-                let message = "\(error)"
-                if state.lastRefreshFailure != message {
-                    state.lastRefreshFailure = message
-                    state.diagnose(.refreshFailed, "Could not read the latest state; answering from the state read before: \(message)")
+        var contents: SuiteContents?
+        do {
+            try withState { state in
+                defer { contents = state.contents }
+                do {
+                    try state.refresh(lockTimeout: lockTimeout)
+                    state.lastRefreshFailure = nil
+                } catch {
+                    let message = "\(error)"
+                    if state.lastRefreshFailure != message {
+                        state.lastRefreshFailure = message
+                        state.diagnose(.refreshFailed, "Could not read the latest state; answering from the state read before: \(message)")
+                    }
                 }
             }
-            return body(state.contents)
+        } catch {
+            // Only a forked child that cannot open the files again lands here.
+            SuiteDiagnostics.report(SuiteDiagnostic(kind: .refreshFailed, suite: name, directory: directoryPath,
+                                                    message: "Could not open the suite's files again after fork: \(error)"))
         }
+        return body(contents ?? SuiteContents())
     }
 
     /// Refreshes, throwing what a read would only report.
-    func reload() throws {
+    func reload(lockTimeout: Duration?) throws {
         try withState { state in
             do {
-                try state.refresh()
+                try state.refresh(lockTimeout: lockTimeout)
             } catch {
                 throw SuiteError(error, suite: name, doing: "read the suite")
             }
@@ -151,13 +170,14 @@ final class SuiteStore: Sendable {
 
     // MARK: Writing
 
-    /// Commits operations built outside any lock, dropping those that change nothing.
+    /// Commits operations built outside any lock, dropping those that change nothing
+    /// (as stored: `-0.0` over `0.0` is a change).
     func commit(_ operations: [Operation], durability: Suite.Durability, options: Suite.Options) throws {
         try withState { state in
-            try exclusively(state) {
+            try exclusively(state, options: options) {
                 let changing = operations.filter { operation in
                     switch operation {
-                    case .set(let key, let value, _): state.contents[key] != value
+                    case .set(let key, let value, _): !state.contents[key].isStored(identicallyTo: value)
                     case .remove(let key): state.contents[key] != nil
                     case .removeAll: state.contents.count > 0
                     }
@@ -173,11 +193,12 @@ final class SuiteStore: Sendable {
     ) throws -> R {
         let defaults = registeredDefaults
         return try withState { state in
-            try exclusively(state) {
+            try exclusively(state, options: options) {
                 let transaction = SuiteTransaction(suite: name, base: state.contents, defaults: defaults,
                                                    maximumValueSize: options.maximumValueSize)
                 let result: R
                 do {
+                    transactionEpoch.store(ForkEpoch.current, ordering: .relaxed)
                     transactionThread.store(Self.currentThread, ordering: .relaxed)
                     defer { transactionThread.store(0, ordering: .relaxed) }
                     result = try body(transaction)
@@ -192,16 +213,18 @@ final class SuiteStore: Sendable {
     }
 
     /// Compacts the journal now, whatever its size.
-    func compact(durable: Bool) throws {
+    func compact(options: Suite.Options) throws {
         try withState { state in
-            try exclusively(state) { try state.compact(durable: durable) }
+            try exclusively(state, options: options) {
+                try state.compact(durable: options.durability == .durable, historyLimit: options.changeHistorySize)
+            }
         }
     }
 
     /// Makes every committed write durable.
-    func flush() throws {
+    func flush(lockTimeout: Duration?) throws {
         try withState { state in
-            try state.withFileLock(.shared) {
+            try state.withFileLock(.shared, timeout: lockTimeout) {
                 do {
                     try state.catchUp(exclusive: false)
                 } catch is NeedsExclusiveLock {
@@ -213,12 +236,12 @@ final class SuiteStore: Sendable {
     }
 
     /// Takes the exclusive lock and catches up: the start of every write.
-    private func exclusively<R>(_ state: StoreState, _ body: () throws -> R) throws -> R {
+    private func exclusively<R>(_ state: StoreState, options: Suite.Options, _ body: () throws -> R) throws -> R {
         guard state.writable else {
             throw SuiteError(.readOnly, suite: name, path: directoryPath,
                              message: "This process may only read the suite (its files or directory are not writable).")
         }
-        return try state.withFileLock(.exclusive) {
+        return try state.withFileLock(.exclusive, timeout: options.lockTimeout) {
             do {
                 try state.catchUp(exclusive: true)
                 return try body()
@@ -234,63 +257,83 @@ final class SuiteStore: Sendable {
 
     // MARK: Observation
 
+    /// The queue of this suite's observers, made with the first; in a forked child,
+    /// made again (the parent's thread does not exist there).
+    private var queue: ObserverQueue {
+        observerQueue.withLock { queue in
+            if let queue, queue.serial.epoch == ForkEpoch.current { return queue }
+            let made = ObserverQueue(serial: SerialQueue(name: "suite-observers"))
+            queue = made
+            return made
+        }
+    }
+
     /// Adds an observer. The directory is watched before the observer is registered,
     /// so no write can fall between the two unseen.
-    func addObserver(keys: Set<String>?, initialValues: SuiteChange.Kind?,
+    func addObserver(keys: Set<String>?, initialValues: SuiteChange.Kind?, lockTimeout: Duration?,
                      handler: @escaping @Sendable (SuiteChange) -> Void) throws -> SuiteCancellable {
         try ChangeWatcher.shared.watch(self)
         let sink = ObserverSink(keys: keys, handler: handler)
         let id = nextObserverID.wrappingAdd(1, ordering: .relaxed).oldValue
-        withState { state in
-            // Catch up first: what was committed before this point is not a change to
-            // this observer, and earlier observers receive it before anything below.
-            try? state.refresh()
-            deliverPendingChanges(state)
-            if let kind = initialValues {
-                let now = Date()
-                let contents = state.contents
-                let delivered = (keys.map(Array.init) ?? Array(contents.values.keys)).sorted()
-                let initial = delivered.compactMap { key in
-                    contents[key].map {
-                        SuiteChange(suite: name, key: key, oldValue: nil, newValue: $0, sequence: contents.lastSequence,
-                                    pid: 0, isFromThisProcess: false, kind: kind, timestamp: now)
+        do {
+            try withState { state in
+                // Catch up first: what was committed before this point is not a change to
+                // this observer, and earlier observers receive it before anything below.
+                try? state.refresh(lockTimeout: lockTimeout)
+                deliverPendingChanges(state)
+                if let kind = initialValues {
+                    let now = Date()
+                    let contents = state.contents
+                    let delivered = (keys.map(Array.init) ?? Array(contents.values.keys)).sorted()
+                    let initial = delivered.compactMap { key in
+                        contents[key].map {
+                            SuiteChange(suite: name, key: key, oldValue: nil, newValue: $0, sequence: contents.lastSequence,
+                                        pid: 0, isFromThisProcess: false, kind: kind, timestamp: now)
+                        }
                     }
+                    queue.async { initial.forEach(sink.receive) }
                 }
-                queues.delivery.async { initial.forEach(sink.receive) }
+                state.observers[id] = sink
             }
-            state.observers[id] = sink
+        } catch {
+            ChangeWatcher.shared.unwatch(self)
+            throw error
         }
         // The token keeps the store alive: an observation lasts until it is cancelled,
         // even when no `Suite` instance remains.
+        let epoch = ForkEpoch.current
         return SuiteCancellable {
             sink.deactivate()
-            self.removeObserver(id)
+            // In a forked child, the observation stayed with the parent.
+            if epoch == ForkEpoch.current { self.removeObserver(id) }
         }
     }
 
     private func removeObserver(_ id: UInt64) {
-        let removed = state.withLock { $0.observers.removeValue(forKey: id) != nil }
+        let removed = state.withLock { $0.epoch == ForkEpoch.current && $0.observers.removeValue(forKey: id) != nil }
         if removed { ChangeWatcher.shared.unwatch(self) }
     }
 
     /// How many observers this suite has in this process.
-    var observerCount: Int { state.withLock { $0.observers.count } }
+    var observerCount: Int { state.withLock { $0.epoch == ForkEpoch.current ? $0.observers.count : 0 } }
 
     /// Called by the change watcher when the suite's file changed, or may have: the
-    /// suite catches up on its own queue. Events that come while a catch-up is
-    /// waiting to start are covered by it.
+    /// suite catches up on its observers' queue. Events that come while a catch-up
+    /// is waiting to start are covered by it.
     func scheduleRefreshForObservers() {
-        guard !refreshScheduled.exchange(true, ordering: .acquiringAndReleasing) else { return }
-        queues.refreshing.async { [self] in
-            refreshScheduled.store(false, ordering: .releasing)
+        let queue = self.queue
+        guard !queue.refreshScheduled.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        queue.async { [self] in
+            queue.refreshScheduled.store(false, ordering: .releasing)
             refreshForObservers()
         }
     }
 
     private func refreshForObservers() {
-        withState { state in
+        try? withState { state in
             do {
-                try state.refresh()
+                // Waits as long as it takes: a watcher has nobody to report a timeout to.
+                try state.refresh(lockTimeout: nil)
             } catch {
                 state.diagnose(.refreshFailed, "Could not read a change of the suite: \(error)")
             }
@@ -306,11 +349,24 @@ final class SuiteStore: Sendable {
 
     /// Runs `work` on the observers' queue after the changes already queued.
     func enqueueForObservers(_ work: @escaping @Sendable () -> Void) {
-        queues.delivery.async(execute: work)
+        queue.async(work)
     }
 
     /// Waits until every change found so far has been handed to the observers.
     func waitForDelivery() {
-        queues.delivery.sync {}
+        queue.waitForQueuedJobs()
     }
+}
+
+/// Where one suite's observers are served: catch-ups and deliveries, one at a time,
+/// in the order the changes were found under the lock.
+private final class ObserverQueue: Sendable {
+    let serial: SerialQueue
+    /// Whether a catch-up is queued and not yet started.
+    let refreshScheduled = Atomic<Bool>(false)
+
+    init(serial: SerialQueue) { self.serial = serial }
+
+    func async(_ job: @escaping @Sendable () -> Void) { serial.async(job) }
+    func waitForQueuedJobs() { serial.waitForQueuedJobs() }
 }

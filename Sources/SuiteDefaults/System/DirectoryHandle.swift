@@ -54,15 +54,16 @@ struct DirectoryHandle: Sendable {
 
     /// The names in the directory, without "." and "..".
     func names() throws -> [String] {
-        // fdopendir takes ownership of its descriptor, so give it a duplicate.
-        let duplicate = try retryingInterrupts("dup", path: path) { fcntl(descriptor.rawValue, F_DUPFD_CLOEXEC, 0) }
-        guard let stream = fdopendir(duplicate) else {
+        // fdopendir takes ownership of its descriptor, so give it one of its own: a
+        // new open file description, since a duplicate would share its reading
+        // position with every other thread, and after a fork with the parent.
+        let own = try FileDescriptor.open(".", in: descriptor, flags: O_RDONLY | O_DIRECTORY, pathForErrors: path)
+        guard let stream = fdopendir(own.rawValue) else {
             let code = errno
-            Glibc.close(duplicate)
+            own.close()
             throw SystemCallError(call: "fdopendir", path: path, errno: code)
         }
         defer { closedir(stream) }
-        rewinddir(stream)
         var result: [String] = []
         while let entry = readdir(stream) {
             let name = withUnsafePointer(to: entry.pointee.d_name) {

@@ -6,11 +6,16 @@ struct FileDescriptor: Hashable, Sendable {
     let rawValue: CInt
 
     /// Opens `name` relative to `directory` (or the working directory when nil).
+    ///
+    /// Always `O_CLOEXEC`, so no descriptor (and no lock on it) outlives the process
+    /// in a program it starts; `O_NONBLOCK`, so a FIFO planted where a file should
+    /// be is refused rather than waited on (it does nothing to regular files); and
+    /// `O_NOCTTY`.
     static func open(
         _ name: String, in directory: FileDescriptor?, flags: CInt, mode: mode_t = 0, pathForErrors: String
     ) throws -> FileDescriptor {
         let fd = try retryingInterrupts("open", path: pathForErrors) {
-            openat(directory?.rawValue ?? AT_FDCWD, name, flags | O_CLOEXEC, mode)
+            openat(directory?.rawValue ?? AT_FDCWD, name, flags | O_CLOEXEC | O_NONBLOCK | O_NOCTTY, mode)
         }
         return FileDescriptor(rawValue: fd)
     }
@@ -57,6 +62,21 @@ struct FileDescriptor: Hashable, Sendable {
         return bytes
     }
 
+    /// Reads from the current position until the end, at most `limit` bytes: for
+    /// files that have no size to ask for, such as those in /proc.
+    func readToEnd(limit: Int, path: String? = nil) throws -> [UInt8] {
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: min(limit, 16 << 10))
+        while bytes.count < limit {
+            let count = try chunk.withUnsafeMutableBytes { buffer in
+                try retryingInterrupts("read", path: path) { Glibc.read(rawValue, buffer.baseAddress, min(buffer.count, limit - bytes.count)) }
+            }
+            if count == 0 { break }
+            bytes += chunk.prefix(count)
+        }
+        return bytes
+    }
+
     /// Writes all of `bytes` at `offset`, or throws; a short write is continued.
     func write(_ bytes: UnsafeRawBufferPointer, at offset: Int, path: String? = nil) throws {
         var done = 0
@@ -65,6 +85,17 @@ struct FileDescriptor: Hashable, Sendable {
                 pwrite(rawValue, bytes.baseAddress! + done, bytes.count - done, off_t(offset + done))
             }
             done += count
+        }
+    }
+
+    /// Allocates disk space for the first `length` bytes, extending the file if it is
+    /// shorter, so that writing them through a mapping cannot fail later (a sparse
+    /// page touched on a full disk raises SIGBUS). Fails with ENOSPC when full.
+    func allocate(length: Int, path: String? = nil) throws {
+        while true {
+            let result = posix_fallocate(rawValue, 0, off_t(length))
+            if result == 0 { return }
+            if result != EINTR { throw SystemCallError(call: "posix_fallocate", path: path, errno: result) }
         }
     }
 
@@ -91,10 +122,18 @@ struct FileDescriptor: Hashable, Sendable {
         var operation: CInt { self == .shared ? LOCK_SH : LOCK_EX }
     }
 
-    /// `flock`: blocks until the lock is granted. Locks belong to the open file
-    /// description, so threads of one process need their own exclusion as well.
-    func lock(_ kind: LockKind, path: String? = nil) throws {
-        _ = try retryingInterrupts("flock", path: path) { flock(rawValue, kind.operation) }
+    /// `flock` without waiting: whether the lock was granted. Locks belong to the
+    /// open file description, so threads of one process need their own exclusion as
+    /// well, and a forked child must open the file again to have locks of its own.
+    func tryLock(_ kind: LockKind, path: String? = nil) throws -> Bool {
+        while true {
+            if flock(rawValue, kind.operation | LOCK_NB) == 0 { return true }
+            switch errno {
+            case EINTR: continue
+            case EWOULDBLOCK: return false
+            case let code: throw SystemCallError(call: "flock", path: path, errno: code)
+            }
+        }
     }
 
     func unlock() {

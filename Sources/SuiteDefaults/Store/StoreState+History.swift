@@ -1,0 +1,97 @@
+import Glibc
+
+/// History for observers that lag behind compactions.
+///
+/// A compaction replaces the journal with a snapshot, and the commits in the old
+/// journal would be folded into it for an observer that had not read them yet. So
+/// the compactor keeps the replaced journal under a second name,
+/// `NAME.suite.h.SEQ` (SEQ: its last sequence number), and removes the oldest such
+/// files beyond `Suite.Options.changeHistorySize` bytes. An observer that finds a
+/// new data file first reads the rest of the file it had open, then the history
+/// files in order, then the new file: every commit, one by one. Only beyond the
+/// history (or after a repair of damage) does it receive net changes.
+extension StoreState {
+    /// Links the current data file to its history name; false when it was not kept
+    /// (a file with that name exists: no commit since it was kept).
+    func keepAsHistory(endingAt sequence: UInt64) -> Bool {
+        (try? files.directory.link(files.dataName, to: files.historyName(endingAt: sequence))) != nil
+    }
+
+    /// Removes the oldest history files beyond `limit` bytes in all.
+    func trimHistory(limit: Int) {
+        var total = 0
+        for file in files.historyFiles().reversed() {
+            total += (try? files.directory.status(of: file.name))??.size ?? 0
+            if total > limit || limit == 0 { try? files.directory.removeFile(file.name) }
+        }
+    }
+
+    /// With observers, moving to a new data file (already read whole into `records`):
+    /// delivers every commit this process had not read, from the old file, the
+    /// history and the new file, in order; net changes only for what none of them hold.
+    func continueObserving(into descriptor: FileDescriptor, records: [Record]) {
+        drainReplacedFile()
+        dataFile?.close()
+        dataFile = descriptor
+        // The new file starts from its snapshot, or from nothing when it was created
+        // rather than compacted.
+        var start = SuiteContents()
+        var commits = records[...]
+        var startSequence: UInt64?
+        if let first = records.first, first.kind == .snapshot {
+            start.apply(first)
+            commits = records.dropFirst()
+            startSequence = first.sequence
+        }
+        if let startSequence, view.isLoaded, contents.lastSequence < startSequence {
+            readHistory(until: startSequence)
+        }
+        let continues = startSequence.map { $0 == contents.lastSequence && view.isLoaded } ?? false
+        replaceContents(with: start, reportingChanges: !continues && start.values != contents.values)
+        for record in commits { apply(record) }
+    }
+
+    /// Before moving to a compacted file, reads the commits this process had not yet
+    /// seen from the old one, which no one writes to any more.
+    private func drainReplacedFile() {
+        guard let dataFile, view.isLoaded,
+              let size = try? dataFile.status().size, size > view.length, size <= FormatLimits.maximumFileSize,
+              let bytes = try? dataFile.read(count: size - view.length, at: view.length)
+        else { return }
+        var offset = 0
+        bytes.withUnsafeBytes { buffer in
+            while case .record(let record, let end) = RecordFormat.parse(buffer, at: offset, limit: buffer.count),
+                  record.kind == .transaction, record.sequence > contents.lastSequence {
+                apply(record)
+                offset = end
+            }
+        }
+    }
+
+    /// Applies the commits after `contents.lastSequence` from the history files, in
+    /// order, up to `target`; stops at a gap or at a file that does not verify.
+    private func readHistory(until target: UInt64) {
+        for file in files.historyFiles() where file.lastSequence > contents.lastSequence && file.lastSequence <= target {
+            guard let records = readHistoryFile(file.name) else { return }
+            // The file must start at or before what this process has.
+            let first = records.first
+            let startsAt = first.map { $0.kind == .snapshot ? $0.sequence : max($0.sequence, 1) - 1 } ?? .max
+            guard startsAt <= contents.lastSequence else { return }
+            for record in records where record.kind == .transaction && record.sequence > contents.lastSequence {
+                apply(record)
+            }
+        }
+    }
+
+    /// The records of one history file, if it is a regular file of ours, within the
+    /// size limit, and every record verifies.
+    private func readHistoryFile(_ name: String) -> [Record]? {
+        guard let descriptor = try? files.open(name, flags: O_RDONLY) else { return nil }
+        defer { descriptor.close() }
+        guard let status = try? files.checkFile(descriptor, name: name), status.size <= FormatLimits.maximumFileSize,
+              let bytes = try? descriptor.read(count: status.size, at: 0), bytes.count == status.size,
+              case .valid = bytes.withUnsafeBytes({ DataFileHeader.decode($0) })
+        else { return nil }
+        return Self.records(in: bytes, from: DataFileHeader.size, after: nil)
+    }
+}

@@ -1,0 +1,42 @@
+import CSuiteDefaults
+
+/// A value that the threads of one process take turns with, like
+/// `Synchronization.Mutex`, but safe across `fork(2)`.
+///
+/// After a fork, the child has only the thread that forked. A lock that another
+/// thread of the parent held at that instant would stay held forever in the child,
+/// and `Mutex` caches thread IDs across the fork and aborts in the child under
+/// contention. This lock counts a lock held in an earlier fork epoch as free.
+final class Locked<Value>: @unchecked Sendable {
+    private let lock: UnsafeMutablePointer<sd_thread_lock>
+    private var value: Value
+
+    init(_ value: Value) {
+        ForkEpoch.start()
+        lock = .allocate(capacity: 1)
+        lock.initialize(to: sd_thread_lock(word: 0))
+        self.value = value
+    }
+
+    deinit {
+        lock.deinitialize(count: 1)
+        lock.deallocate()
+    }
+
+    @inline(__always)
+    func withLock<R>(_ body: (inout Value) throws -> R) rethrows -> R {
+        let epoch = sd_thread_lock_acquire(lock)
+        defer { sd_thread_lock_release(lock, epoch) }
+        return try body(&value)
+    }
+}
+
+/// Which fork of the original process this is: it changes in a child after `fork(2)`.
+/// State that must not be shared with a parent records the epoch it was made in.
+enum ForkEpoch {
+    /// Registers the counting fork handler; cheap to repeat.
+    static func start() { sd_fork_epoch_start() }
+
+    /// One relaxed load.
+    static var current: UInt32 { sd_fork_epoch() }
+}

@@ -1,0 +1,388 @@
+import ChildProcess
+import Foundation
+import Glibc
+import Testing
+import TestSupport
+@testable import SuiteDefaults
+
+/// What a hostile user, or an unlucky deployment, does to a suite: forks, full disks,
+/// headers set to extremes, FIFOs, long names, Unicode twins, stopped lock holders.
+/// Whatever might crash a process runs in a worker process, so that a crash is a
+/// failed expectation here rather than the end of the test run.
+@Suite("Hostile input and unlucky deployments")
+struct HostileTests {
+    let directory = TemporaryDirectory()
+
+    /// Runs a worker to its end and returns its report lines.
+    func outcome(_ command: String, suite: String, _ options: [String: String] = [:]) throws -> [String] {
+        let worker = try startWorker(command, in: directory, suite: suite, options)
+        worker.expectSuccess(within: .seconds(60))
+        return worker.lines
+    }
+
+    // MARK: fork
+
+    @Test func forkedProcessesLoseNoIncrement() throws {
+        try Suite(named: "forked", directory: directory.url).set(0, forKey: "counter")
+        let worker = try startWorker("fork-increment", in: directory, suite: "forked",
+                                     ["children": "2", "threads": "2", "count": "250"])
+        let line = worker.expectLine(startingWith: "done ", within: .seconds(120))
+        worker.expectSuccess()
+        let made = line.flatMap { Int($0.dropFirst("done ".count)) }
+        let suite = try Suite(named: "forked", directory: directory.url)
+        #expect(made == 3 * 2 * 250 + 2)
+        #expect(suite.integer(forKey: "counter") == made, "every increment of every process is there")
+        #expect(!directory.names().contains { $0.contains(".damaged-") }, "the file was never damaged")
+    }
+
+    @Test func aChildForkedInsideATransactionNeitherCommitsItNorHoldsItsLock() throws {
+        let worker = try startWorker("fork-in-transaction", in: directory, suite: "inside", ["lock-timeout-ms": "300"])
+        worker.expectLine(startingWith: "parent committed", within: .seconds(60))
+        worker.expectSuccess()
+        #expect(worker.lines.contains { $0.hasPrefix("child commit: error ioFailure") }, "\(worker.lines)")
+        // The parent held its lock all along: the child's own write had to wait for it.
+        #expect(worker.lines.contains { $0.hasPrefix("child write: error lockTimeout") }, "\(worker.lines)")
+        #expect(worker.lines.contains("parent saw child exit 7"))
+        let suite = try Suite(named: "inside", directory: directory.url)
+        #expect(suite.string(forKey: "owner") == "parent")
+        #expect(suite.string(forKey: "child") == nil)
+    }
+
+    @Test func aForkedChildObservesForItself() throws {
+        let writer = try Suite(named: "seen", directory: directory.url)
+        try writer.set("before", forKey: "ping")
+        let worker = try startWorker("fork-observe", in: directory, suite: "seen", ["key": "ping"])
+        worker.expectLine(startingWith: "child observing")
+        try writer.set("after", forKey: "ping")
+        worker.expectLine(startingWith: "child received \"after\"")
+        worker.expectLine(startingWith: "parent received \"after\"")
+        worker.expectLine(startingWith: "child exited 0")
+        worker.expectSuccess()
+        #expect(worker.lines.filter { $0.hasPrefix("parent received") }.count == 1, "the parent's observation stayed the parent's")
+    }
+
+    // MARK: Descriptors
+
+    @Test func everyDescriptorTheLibraryOpensIsCloseOnExec() throws {
+        let suite = try Suite(named: "exec", directory: directory.url)
+        try suite.set(1, forKey: "k")
+        let token = try suite.observe { _ in }
+        let listing = try Suite.observeSuites(in: directory.url) { _ in }
+        defer { token.cancel(); listing.cancel() }
+        try suite.compact()
+        var checked = 0
+        for name in try FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd") {
+            guard let fd = Int32(name),
+                  let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\(name)"),
+                  target.hasPrefix(directory.url.standardizedFileURL.path) || target == "anon_inode:inotify"
+            else { continue }
+            checked += 1
+            #expect(fcntl(fd, F_GETFD) & FD_CLOEXEC != 0, "descriptor \(fd) to \(target) is inherited by programs the app starts")
+        }
+        #expect(checked >= 4, "the directory, the lock file, the data file and inotify are open")
+    }
+
+    @Test func aProgramStartedWhileHoldingTheLockDoesNotKeepIt() throws {
+        try Suite(named: "spawner", directory: directory.url).set(0, forKey: "k")
+        let holder = try startWorker("hold-lock-spawn", in: directory, suite: "spawner")
+        let spawned = holder.expectLine(startingWith: "spawned ").flatMap { pid_t($0.dropFirst("spawned ".count)) }
+        defer { if let spawned { Glibc.kill(spawned, SIGKILL) } }
+        #expect(spawned != nil)
+        holder.kill()
+        // With the app dead, its lock is gone, whatever it started is still running.
+        if let spawned { #expect(Glibc.kill(spawned, 0) == 0, "the started program still runs") }
+        let writer = try startWorker("try-set", in: directory, suite: "spawner", ["key": "k", "value": "free", "lock-timeout-ms": "2000"])
+        writer.expectLine(startingWith: "ok")
+        writer.expectSuccess()
+    }
+
+    // MARK: Full disk
+
+    @Test(.enabled(if: geteuid() == 0, "mounting a small tmpfs needs root"))
+    func aNewSuiteOnAFullDiskIsNoSpaceNotACrash() throws {
+        let place = directory.file("tiny")
+        #expect(mkdir(place.path, 0o700) == 0)
+        guard mount("tmpfs", place.path, "tmpfs", 0, "size=64k,mode=0700") == 0 else {
+            Issue.record("could not mount a tmpfs: \(String(cString: strerror(errno)))")
+            return
+        }
+        defer { umount2(place.path, Int32(MNT_DETACH)) }
+        // Fill it to the last block.
+        let filler = open(place.appendingPathComponent("filler").path, O_WRONLY | O_CREAT | O_CLOEXEC, 0o600)
+        let block = [UInt8](repeating: 7, count: 4096)
+        while block.withUnsafeBytes({ write(filler, $0.baseAddress, $0.count) }) > 0 {}
+        close(filler)
+        let worker = try startWorker("try-set", at: place, suite: "new", ["key": "k", "value": "v"])
+        worker.expectLine(startingWith: "error noSpace")
+        worker.expectSuccess()
+        // Room again: the same suite is created and written.
+        _ = unlink(place.appendingPathComponent("filler").path)
+        let retry = try startWorker("try-set", at: place, suite: "new", ["key": "k", "value": "v"])
+        retry.expectLine(startingWith: "ok")
+        retry.expectSuccess()
+    }
+
+    // MARK: The shared header
+
+    /// Writes `value` at `offset` of the lock file, as another member of the group could.
+    func poke(_ value: UInt64, at offset: Int, of suite: String, width: Int = 8) {
+        let fd = open(directory.file(suite + ".suite.lock").path, O_RDWR | O_CLOEXEC)
+        defer { close(fd) }
+        var bytes = value
+        #expect(pwrite(fd, &bytes, width, off_t(offset)) == width)
+    }
+
+    @Test func headerFieldsSetToExtremesNeitherCrashNorLoseData() throws {
+        let extremes: [UInt64] = [0, 1, 2, 31, 33, 0x7FFF_FFFF, 0xFFFF_FFFF, 1 << 62, (1 << 62) + 1,
+                                  UInt64(Int64.max), 1 << 63, UInt64.max - 1, UInt64.max]
+        // magic, layout and pid, generation, committed length, data file ID, last
+        // sequence, boot ID, the lock's futex words.
+        let fields = [0, 8, 16, 24, 32, 40, 48, 64]
+        let suite = try Suite(named: "poked", directory: directory.url)
+        try suite.set("kept", forKey: "k")
+        var round = 0
+        for field in fields {
+            for value in extremes {
+                round += 1
+                poke(value, at: field, of: "poked")
+                // A process opening the suite now, and this one, which has it open.
+                let lines = try outcome("hostile-check", suite: "poked", ["key": "k", "key2": "w", "value": "\(round)"])
+                #expect(lines.contains("read \"kept\" wrote \(round)"), "field \(field) = \(value): \(lines)")
+                #expect(suite.string(forKey: "k") == "kept", "field \(field) = \(value)")
+                try suite.set("mine\(round)", forKey: "m")
+                #expect(suite.string(forKey: "m") == "mine\(round)", "field \(field) = \(value)")
+            }
+        }
+        let fresh = try outcome("get", suite: "poked", ["key": "m"])
+        #expect(fresh.contains("value \"mine\(round)\""))
+    }
+
+    @Test func aRecordWithAnExtremeSequenceNumberIsDamageNotATrap() throws {
+        do {
+            let suite = try Suite(named: "seq", directory: directory.url)
+            try suite.set("kept", forKey: "k")
+        }
+        // A record whose checksum is valid but whose sequence number is near the end
+        // of the range, appended as the last record of the journal.
+        let record = RecordFormat.encode(Record(kind: .transaction, sequence: .max - 1, timestamp: 0, pid: 1,
+                                                operations: [.set(key: "evil", value: "x", size: 3)]))
+        var bytes = directory.bytes(of: "seq.suite")!
+        bytes += record
+        try directory.write(bytes, to: "seq.suite")
+        _ = unlink(directory.file("seq.suite.lock").path)
+        let lines = try outcome("hostile-check", suite: "seq", ["key": "k", "key2": "after", "value": "ok"])
+        #expect(lines.contains("read \"kept\" wrote ok"), "\(lines)")
+        #expect(lines.contains("diagnostic repairedDamage"))
+    }
+
+    @Test func aHugeCommittedLengthIsRebuiltNotAllocated() throws {
+        let suite = try Suite(named: "huge", directory: directory.url)
+        try suite.set("kept", forKey: "k")
+        poke(UInt64(Int64.max), at: 24, of: "huge")
+        let lines = try outcome("hostile-check", suite: "huge", ["key": "k", "key2": "w", "value": "1"])
+        #expect(lines.contains("read \"kept\" wrote 1"), "\(lines)")
+        #expect(lines.contains("diagnostic rebuiltSharedHeader"))
+    }
+
+    // MARK: Foreign files
+
+    @Test func aHugeFileAtTheSuitesNameIsRefusedWithoutReadingIt() throws {
+        for (name, magic) in [("foreign", [UInt8]()), ("giant", DataFileHeader.magic)] {
+            let path = directory.file(name + ".suite").path
+            let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+            _ = magic.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+            #expect(ftruncate(fd, 40 << 30) == 0, "a sparse 40 GB file")
+            close(fd)
+            let lines = try outcome("get", suite: name, ["key": "k"])
+            #expect(lines.contains { $0.hasPrefix(magic.isEmpty ? "error foreignFile" : "error suiteTooLarge") }, "\(lines)")
+        }
+    }
+
+    @Test(.enabled(if: geteuid() == 0, "reading as another user needs root to set up"))
+    func aFIFOAtTheSuitesNameIsRefusedWithoutWaiting() throws {
+        // A place another user may only read, with a lock file, and a FIFO for data.
+        let place = directory.file("fifo")
+        #expect(mkdir(place.path, 0o755) == 0)
+        let lock = place.appendingPathComponent("pipe.suite.lock").path
+        #expect(FileManager.default.createFile(atPath: lock, contents: Data(count: 4096)))
+        #expect(mkfifo(place.appendingPathComponent("pipe.suite").path, 0o644) == 0)
+        _ = chmod(directory.path, 0o711)
+        for path in [place.path, lock, place.appendingPathComponent("pipe.suite").path] { _ = chown(path, 65534, 65534) }
+        _ = chmod(place.path, 0o555)
+        _ = chmod(lock, 0o444)
+        let reader = try startWorker("get", at: place, suite: "pipe", ["key": "k", "as-uid": "65534"])
+        reader.expectLine(startingWith: "error foreignFile", within: .seconds(20))
+        reader.expectSuccess(within: .seconds(20))
+    }
+
+    @Test(.enabled(if: geteuid() == 0, "reading as another user needs root to set up"))
+    func aSuiteInADirectoryThatIsOnlyReadableCanBeRead() throws {
+        let place = directory.file("shelf")
+        do {
+            let suite = try Suite(named: "prefs", directory: place)
+            try suite.set("kept", forKey: "k")
+        }
+        _ = unlink(place.appendingPathComponent("prefs.suite.lock").path)
+        _ = chmod(directory.path, 0o711)
+        for path in [place.path, place.appendingPathComponent("prefs.suite").path] { _ = chown(path, 65534, 65534) }
+        _ = chmod(place.path, 0o555)
+        let reader = try startWorker("get", at: place, suite: "prefs", ["key": "k", "as-uid": "65534"])
+        reader.expectLine(startingWith: "value \"kept\"")
+        reader.expectSuccess()
+        #expect(!FileManager.default.fileExists(atPath: place.appendingPathComponent("prefs.suite.lock").path))
+    }
+
+    @Test func aHardLinkedLockFileIsRefused() throws {
+        try Suite(named: "linked", directory: directory.url).set(1, forKey: "k")
+        #expect(link(directory.file("linked.suite.lock").path, directory.file("elsewhere").path) == 0)
+        let lines = try outcome("get", suite: "linked", ["key": "k"])
+        #expect(lines.contains { $0.hasPrefix("error foreignFile") }, "\(lines)")
+    }
+
+    @Test func aGroupWritableDirectoryIsRefusedForAPrivateSuite() throws {
+        let place = directory.file("groupish")
+        #expect(mkdir(place.path, 0o700) == 0 && chmod(place.path, 0o770) == 0)
+        let error = #expect(throws: SuiteError.self) { try Suite(named: "prefs", directory: place) }
+        #expect(error?.code == .foreignOwner)
+        _ = try Suite(named: "prefs", directory: place, options: .init(sharing: .group))
+    }
+
+    // MARK: A stopped lock holder
+
+    @Test func aStoppedLockHolderTimesOutNamingIt() throws {
+        let suite = try Suite(named: "stuck", directory: directory.url, options: .init(lockTimeout: .milliseconds(300)))
+        try suite.set("v1", forKey: "k")
+        #expect(suite.string(forKey: "k") == "v1")
+        let recorder = DiagnosticsRecorder(directory)
+        // Another process writes (so that this one's cache is stale), then one stops holding the lock.
+        _ = try outcome("try-set", suite: "stuck", ["key": "k", "value": "v2"])
+        let holder = try startWorker("hold-lock", in: directory, suite: "stuck")
+        holder.expectLine(startingWith: "holding")
+        holder.signal(SIGSTOP)
+        defer { _ = holder.kill() }
+
+        let writeError = #expect(throws: SuiteError.self) { try suite.set("v3", forKey: "k") }
+        #expect(writeError?.code == .lockTimeout)
+        #expect(writeError?.lockHolder == holder.pid)
+        #expect(writeError?.message.contains("\(holder.pid)") == true)
+        let reloadError = #expect(throws: SuiteError.self) { try suite.reload() }
+        #expect(reloadError?.code == .lockTimeout)
+        // A read answers from what it read before, and says so.
+        #expect(suite.string(forKey: "k") == "v1")
+        #expect(recorder.kinds.contains(.refreshFailed))
+        // A new process cannot even open it in time, and says so too.
+        let opener = try outcome("get", suite: "stuck", ["key": "k", "lock-timeout-ms": "200"])
+        #expect(opener.contains { $0.hasPrefix("error lockTimeout") }, "\(opener)")
+
+        holder.signal(SIGCONT)
+        _ = holder.kill()
+        try suite.set("v3", forKey: "k")
+        #expect(suite.string(forKey: "k") == "v3")
+    }
+
+    // MARK: Repair
+
+    @Test func aSuiteWithALongNameCanBeRepaired() throws {
+        let name = String(repeating: "n", count: 220)
+        do {
+            let suite = try Suite(named: name, directory: directory.url)
+            try suite.set("first", forKey: "a")
+            try suite.set("second", forKey: "b")
+        }
+        var bytes = directory.bytes(of: name + ".suite")!
+        bytes[bytes.count - 6] ^= 0xFF
+        try directory.write(bytes, to: name + ".suite")
+        _ = unlink(directory.file(name + ".suite.lock").path)
+        let lines = try outcome("get", suite: name, ["key": "a"])
+        #expect(lines.contains("value \"first\""), "\(lines)")
+        #expect(lines.contains("diagnostic repairedDamage"))
+        let kept = directory.names().filter { $0.contains(".damaged-") }
+        #expect(kept.count == 1 && kept.allSatisfy { $0.utf8.count <= 255 }, "\(kept)")
+    }
+
+    @Test func keptCopiesNeverReplaceOneAnother() throws {
+        let recorder = DiagnosticsRecorder(directory)
+        let suite = try Suite(named: "thrice", directory: directory.url)
+        for round in 0..<3 {
+            try suite.set("v\(round)", forKey: "k\(round)")
+            // Garbage appended without the lock: damage, repaired by the next write.
+            let fd = open(directory.file("thrice.suite").path, O_WRONLY | O_APPEND | O_CLOEXEC)
+            _ = write(fd, "garbage\(round)", 8)
+            close(fd)
+            try suite.set("after\(round)", forKey: "after")
+        }
+        let kept = directory.names().filter { $0.contains(".damaged-") }
+        let reported = recorder.all.filter { $0.kind == .repairedDamage }.compactMap(\.path)
+        #expect(reported.count == 3)
+        #expect(Set(reported.map { URL(fileURLWithPath: $0).lastPathComponent }) == Set(kept), "every diagnostic names a copy that is there")
+        #expect(kept.count == 3, "\(kept)")
+    }
+
+    // MARK: Unicode and bytes
+
+    @Test func unicodeTwinsAreOneSuiteAndOneKey() throws {
+        let composed = "caf\u{E9}", decomposed = "cafe\u{301}"
+        let first = try Suite(named: composed, directory: directory.url)
+        let second = try Suite(named: decomposed, directory: directory.url)
+        #expect(first.fileURL == second.fileURL)
+        #expect(second.name.utf8.elementsEqual(composed.utf8))
+        try second.set("v", forKey: "k" + decomposed)
+        // Another process, spelling both the other way, sees one suite and one key.
+        let lines = try outcome("get", suite: composed, ["key": "k" + composed])
+        #expect(lines.contains("value \"v\""), "\(lines)")
+        let other = try outcome("try-set", suite: decomposed, ["key": "k" + decomposed, "value": "w"])
+        #expect(other.contains("ok"))
+        #expect(first.string(forKey: "k" + composed) == "w")
+        #expect(directory.names().filter { $0.hasSuffix(".suite") } == [composed + ".suite"])
+        #expect(first.storedValues().keys.map { Array($0.utf8) } == [Array(("k" + composed).utf8)])
+    }
+
+    @Test func writesThatDifferOnlyInTheirBytesAreWritten() throws {
+        let suite = try Suite(named: "bytes", directory: directory.url)
+        let recorder = ChangeRecorder()
+        let token = try suite.observe(onChange: recorder.handler)
+        defer { token.cancel() }
+        try suite.set(0.0, forKey: "zero")
+        try suite.set(-0.0, forKey: "zero")
+        try suite.set("caf\u{E9}", forKey: "word")
+        try suite.set("cafe\u{301}", forKey: "word")
+        #expect(recorder.wait { $0.count == 4 }, "\(recorder.changes)")
+        // Read back by another process: the bytes last written.
+        let zero = try outcome("get", suite: "bytes", ["key": "zero"])
+        #expect(zero.contains("value -0.0"), "\(zero)")
+        let stored = try Suite(named: "bytes", directory: directory.url, options: .init())
+        try stored.reload()
+        #expect(stored.double(forKey: "zero")?.sign == .minus)
+        #expect(stored.string(forKey: "word").map { Array($0.utf8) } == Array("cafe\u{301}".utf8))
+        // compareAndSet compares as stored too.
+        #expect(try suite.compareAndSet(expected: 0.0, new: 1.0, forKey: "zero") == false)
+        #expect(try suite.compareAndSet(expected: -0.0, new: 1.0, forKey: "zero") == true)
+    }
+
+    // MARK: The lock file cut short
+
+    @Test func aLockFileCutShortUnderItsReadersKillsNoOne() throws {
+        let suite = try Suite(named: "cut", directory: directory.url)
+        try suite.set(0, forKey: "version")
+        let readers = try (0..<2).map { _ in
+            try startWorker("invariant-reader", in: directory, suite: "cut")
+        }
+        for reader in readers { reader.expectLine(startingWith: "opened") }
+        for round in 1...20 {
+            try suite.update { tx in
+                try tx.set(round, forKey: "a")
+                try tx.set(-round, forKey: "b")
+                try tx.set(round, forKey: "version")
+            }
+            if round % 5 == 0 { #expect(truncate(directory.file("cut.suite.lock").path, 0) == 0) }
+        }
+        try suite.set(true, forKey: "stop")
+        for reader in readers {
+            let report = reader.expectLine(startingWith: "reads ", within: .seconds(60))
+            reader.expectSuccess()
+            #expect(report?.contains("torn 0 regressions 0 last 20") == true, "\(report ?? "")")
+        }
+        try suite.set(21, forKey: "version")
+        #expect(try outcome("get", suite: "cut", ["key": "version"]).contains("value 21"))
+    }
+}
