@@ -28,13 +28,39 @@ extension Suite {
         return "/"
     }
 
-    /// Whether a suite file exists, without opening or creating anything.
+    /// Whether a suite file exists, without opening or creating anything: false also
+    /// for an invalid name and for anything `checkExists(named:directory:)` refuses.
     public static func exists(named name: String, directory: URL? = nil) -> Bool {
+        (try? checkExists(named: name, directory: directory)) ?? false
+    }
+
+    /// Whether a suite's data file, `NAME.suite`, is in the directory, saying why when
+    /// something else stands there. It only looks (`lstat`): nothing is opened or
+    /// created, so a FIFO cannot block it and no lock file appears.
+    ///
+    /// - Returns: true for a regular file (opening it may still find it is not a suite
+    ///   file); false when there is no such name, or no such directory.
+    /// - Throws: `SuiteError` with code `.invalidSuiteName` for a name no suite can
+    ///   have; `.symbolicLink` when `NAME.suite` is a symbolic link, `.foreignFile` when
+    ///   it is a directory, FIFO, socket or device (what opening the suite would refuse
+    ///   too); for a failed `lstat`, the code its `errno` calls for (for instance
+    ///   `.permissionDenied`).
+    public static func checkExists(named name: String, directory: URL? = nil) throws -> Bool {
         let name = Validation.normalized(name)
-        guard (try? Validation.checkSuiteName(name)) != nil else { return false }
-        let path = (directory ?? defaultDirectory()).appendingPathComponent(name + SuiteFiles.dataSuffix).filePath
-        var status = stat()
-        return lstat(path, &status) == 0 && FileStatus(status).isRegularFile
+        try Validation.checkSuiteName(name)
+        // isDirectory: false, else URL stats the file itself and gives a directory's
+        // path a trailing "/" (which would then show in the error).
+        let path = (directory ?? defaultDirectory()).appendingPathComponent(name + SuiteFiles.dataSuffix, isDirectory: false).filePath
+        var raw = stat()
+        guard lstat(path, &raw) == 0 else {
+            let code = errno
+            // ENOTDIR: a part of the directory's path is a file, so no suite is there either.
+            if code == ENOENT || code == ENOTDIR { return false }
+            throw SuiteError(SystemCallError(call: "lstat", path: path, errno: code), suite: name, doing: "look for the suite file")
+        }
+        let status = FileStatus(raw)
+        guard status.isRegularFile else { throw SuiteFiles.refusal(of: status, suite: name, path: path) }
+        return true
     }
 
     /// The names of the suites in a directory, sorted.

@@ -1,16 +1,21 @@
 // suite-defaults: read and write suites from the command line, like macOS `defaults`.
 import Foundation
+import Glibc
 import SuiteDefaults
 
 let usageText = """
-    usage: suite-defaults [--dir DIR] COMMAND ...
+    usage: suite-defaults [--dir DIR] [--] COMMAND ...
 
       read SUITE [KEY]        print one value, or every stored value as JSON
       write SUITE KEY [TYPE] VALUE
-                              store VALUE; TYPE is one of --string (the default),
-                              --int, --double, --bool, --date (ISO 8601),
-                              --data (base64) or --json (typed JSON, for arrays
-                              and dictionaries); -int, -float, -bool ... work too
+                              store VALUE. Without TYPE it is a string, so
+                              "write S flag true" stores the text "true"; for a
+                              Boolean give --bool (VALUE then is true, false, yes,
+                              no, 1 or 0). TYPE is one of --string, --int, --double,
+                              --bool, --date (ISO 8601), --data (strict base64, not
+                              hex: groups of four characters, "=" only as padding
+                              at the end) or --json (typed JSON, for arrays and
+                              dictionaries); -int, -float, -bool ... work too
       delete SUITE [KEY]      remove one key, or every key of the suite
       list                    the suites in the directory
       export SUITE            every stored value as typed JSON, to standard output
@@ -18,8 +23,20 @@ let usageText = """
 
       --dir DIR               the suite directory (default: $SUITE_DEFAULTS_DIR,
                               $XDG_CONFIG_HOME/suite-defaults or ~/.config/suite-defaults)
+      --                      ends the options: after it, --dir is a word like any
+                              other. A SUITE that starts with "-" must come after it
+                              (suite-defaults -- write -odd KEY VALUE), so that -g,
+                              the global domain of macOS defaults, is refused rather
+                              than made a suite. TYPE keeps its place after --
 
-    exit status: 0 ok, 1 suite or key not found, 2 usage, 3 I/O error or damaged file
+    Every argument, and an imported FILE or standard input, must be UTF-8: anything
+    else is a usage error that names the argument (counted from 1 after the command's
+    name) or the byte offset in FILE, and nothing is written. A SUITE whose file is a
+    symbolic link, a directory, a FIFO or a socket is refused (status 3), not
+    reported missing.
+
+    exit status: 0 ok, 1 suite or key not found, 2 usage, 3 I/O error, full disk
+    (or quota, or file size limit), damaged file or refused file
     """
 
 /// A failure with the exit status it calls for.
@@ -47,9 +64,46 @@ struct Failure: Error {
     }
 }
 
+/// Input that is not UTF-8, and where it stops being UTF-8.
+struct NotUTF8: Error {
+    /// The offset of the first byte that is not part of valid UTF-8.
+    var offset: Int
+}
+
+/// The text `bytes` spell, checked: the repairing decoders (`CommandLine.arguments`,
+/// `String(decoding:as:)`) would turn bytes that are not UTF-8 into U+FFFD, and the
+/// command would store what it was not given.
+func utf8Text(_ bytes: some Collection<UInt8>) throws(NotUTF8) -> String {
+    if let text = String(validating: bytes, as: UTF8.self) { return text }
+    // Only for the message: the decoder walks to the first byte that fails.
+    var parser = Unicode.UTF8.ForwardParser()
+    var iterator = bytes.makeIterator()
+    var offset = 0
+    while case .valid(let scalar) = parser.parseScalar(from: &iterator) { offset += scalar.count }
+    throw NotUTF8(offset: offset)
+}
+
+/// The command's arguments, read from the raw `argv` and each checked to be UTF-8.
+func commandLineArguments() throws(Failure) -> [String] {
+    var arguments: [String] = []
+    for index in 1..<Int(CommandLine.argc) {
+        guard let pointer = CommandLine.unsafeArgv[index] else { break }
+        let bytes = UnsafeRawBufferPointer(start: pointer, count: strlen(pointer))
+        do {
+            arguments.append(try utf8Text(bytes))
+        } catch {
+            throw .usage("argument \(index) (\"\(String(decoding: bytes, as: UTF8.self))\") is not UTF-8 at byte \(error.offset); "
+                         + "suite names, keys, values and paths must be UTF-8 text. Nothing was written.")
+        }
+    }
+    return arguments
+}
+
 struct Invocation {
     var directory: URL?
     var words: [String] = []
+    /// Whether the suite name, the word after the command, came after `--`.
+    var suiteNameAfterOptions = false
 
     init(_ arguments: [String]) throws(Failure) {
         var index = 0
@@ -67,15 +121,21 @@ struct Invocation {
             } else if !optionsEnded && argument == "--" {
                 optionsEnded = true
             } else {
+                if words.count == 1 { suiteNameAfterOptions = optionsEnded }
                 words.append(argument)
             }
             index += 1
         }
     }
 
+    /// Opens the suite named by the word after the command. A name, or a file at
+    /// NAME.suite, that cannot be a suite is refused before anything is opened or
+    /// created; with `mustExist`, a missing suite is "not found" rather than created.
     func suite(_ name: String, mustExist: Bool) throws -> Suite {
-        if mustExist && !Suite.exists(named: name, directory: directory) {
-            try Suite.validate(name: name)
+        if name.hasPrefix("-") && !suiteNameAfterOptions {
+            throw Failure.usage("\(name) looks like an option, and suite-defaults has none by that name; put -- before a suite name that starts with \"-\" (suite-defaults -- write -odd KEY VALUE)")
+        }
+        if try !Suite.checkExists(named: name, directory: directory) && mustExist {
             throw Failure.notFound("suite \(name) not found in \((directory ?? Suite.defaultDirectory()).path)")
         }
         return try Suite(named: name, directory: directory)
@@ -170,7 +230,14 @@ func run(_ invocation: Invocation) throws {
         } catch {
             throw Failure(status: 3, message: "cannot read \(given[1]): \(error.localizedDescription)")
         }
-        try invocation.suite(given[0], mustExist: false).importJSON(String(decoding: data, as: UTF8.self))
+        let text: String
+        do {
+            text = try utf8Text(data)
+        } catch {
+            let source = given[1] == "-" ? "standard input" : given[1]
+            throw Failure(status: 2, message: "\(source) is not UTF-8 at byte \(error.offset); an import must be UTF-8 JSON text. Nothing was written.")
+        }
+        try invocation.suite(given[0], mustExist: false).importJSON(text)
 
     case "help", "-h", "--help":
         print(usageText)
@@ -180,8 +247,12 @@ func run(_ invocation: Invocation) throws {
     }
 }
 
+// Past RLIMIT_FSIZE (ulimit -f) a write would kill the process with SIGXFSZ; ignored,
+// the write fails with EFBIG, which the library cuts back and reports as `.noSpace`.
+signal(SIGXFSZ, SIG_IGN)
+
 do {
-    try run(try Invocation(Array(CommandLine.arguments.dropFirst())))
+    try run(try Invocation(commandLineArguments()))
 } catch let failure as Failure {
     FileHandle.standardError.write(Data("suite-defaults: \(failure.message)\n".utf8))
     exit(failure.status)

@@ -1,5 +1,6 @@
 import ChildProcess
 import Foundation
+import Glibc
 import Testing
 import TestSupport
 import SuiteDefaults
@@ -17,7 +18,24 @@ struct CommandLineToolTests {
 
     @discardableResult
     func run(_ arguments: String..., input: String? = nil) throws -> Outcome {
-        let process = try ChildProcess(executable: Products.path("suite-defaults"), arguments: ["--dir", directory.path] + arguments)
+        try outcome(of: ChildProcess(executable: Products.path("suite-defaults"), arguments: ["--dir", directory.path] + arguments),
+                    input: input)
+    }
+
+    /// Runs `script` with `/bin/sh`, where `tool ARGS` runs `suite-defaults --dir DIR ARGS`
+    /// and `$1 ...` are `arguments`: for what a ChildProcess cannot give the command
+    /// directly, arguments that are not UTF-8 (made with printf) and resource limits
+    /// (set with ulimit).
+    func runInShell(_ script: String, _ arguments: String...) throws -> Outcome {
+        var environment = ProcessInfo.processInfo.environment
+        environment["SUITE_DEFAULTS_TOOL"] = Products.path("suite-defaults")
+        environment["SUITE_DEFAULTS_TEST_DIR"] = directory.path
+        let tool = #"tool() { exec "$SUITE_DEFAULTS_TOOL" --dir "$SUITE_DEFAULTS_TEST_DIR" "$@"; }"#
+        return try outcome(of: ChildProcess(executable: "/bin/sh", arguments: ["-c", tool + "\n" + script, "sh"] + arguments,
+                                            environment: environment), input: nil)
+    }
+
+    private func outcome(of process: ChildProcess, input: String?) -> Outcome {
         if let input { process.send(input) }
         process.closeInput()
         let status = process.wait(timeout: .seconds(60))
@@ -101,5 +119,89 @@ struct CommandLineToolTests {
         let outcome = try run("read", "foreign")
         #expect(outcome.status == .exited(3))
         #expect(outcome.errors.contains("not a suite file"))
+    }
+
+    // MARK: What a hostile tester tried
+
+    @Test func anArgumentThatIsNotUTF8IsAUsageErrorAndWritesNothing() throws {
+        try run("write", "s", "k", "kept")
+        let names = directory.names()
+        // Arguments count from 1 after the command's name: --dir DIR write SUITE KEY VALUE.
+        for (script, argument) in [(#"tool write "$(printf 's\377')" k v"#, 4),
+                                   (#"tool write s "$(printf 'k\377')" v"#, 5),
+                                   (#"tool write s k "$(printf 'v\303')""#, 6),
+                                   (#"tool write s k --int "$(printf '1\377')""#, 7)] {
+            let outcome = try runInShell(script)
+            #expect(outcome.status == .exited(2), "\(script): \(outcome.errors)")
+            #expect(outcome.errors.contains("argument \(argument) ") && outcome.errors.contains("not UTF-8"), "\(script): \(outcome.errors)")
+        }
+        #expect(directory.names() == names, "no suite was created")
+        #expect(try Suite(named: "s", directory: directory.url).storedValues() == ["k": "kept"])
+    }
+
+    @Test func anImportThatIsNotUTF8IsAUsageErrorAndWritesNothing() throws {
+        try run("write", "s", "k", "kept")
+        // `{"k": "a` is 8 bytes; then a byte that no UTF-8 text contains.
+        try directory.write(Array(#"{"k": "a"#.utf8) + [0xFF] + Array(#""}"#.utf8), to: "bad.json")
+        let fromFile = try run("import", "s", directory.file("bad.json").path)
+        #expect(fromFile.status == .exited(2), "\(fromFile.errors)")
+        #expect(fromFile.errors.contains("not UTF-8 at byte 8"), "\(fromFile.errors)")
+        let fromInput = try runInShell(#"printf '{"k": "a\377"}' | tool import s -"#)
+        #expect(fromInput.status == .exited(2), "\(fromInput.errors)")
+        #expect(fromInput.errors.contains("not UTF-8 at byte 8"), "\(fromInput.errors)")
+        #expect(try Suite(named: "s", directory: directory.url).storedValues() == ["k": "kept"])
+    }
+
+    @Test func aFileSizeLimitIsAFullDiskNotACrash() throws {
+        #expect(try run("write", "full", "early", "kept").status == .exited(0))
+        let before = try #require(directory.bytes(of: "full.suite"))
+        #expect(before.count < 512, "the limit below leaves room for what is there")
+        // ulimit -f counts blocks of 512 bytes (POSIX); the value needs far more.
+        let refused = try runInShell(#"ulimit -f 1 && tool write full big "$1""#, String(repeating: "x", count: 100_000))
+        #expect(refused.status == .exited(3), "\(refused.errors)")
+        #expect(refused.errors.contains("file size limit"), "\(refused.errors)")
+        #expect(directory.bytes(of: "full.suite") == before, "the cut-off write was undone")
+        #expect(SuiteFileInspection(bytes: directory.bytes(of: "full.suite") ?? []).verdict == .intact)
+        #expect(try run("read", "full", "early").output == ["kept"])
+    }
+
+    @Test func aSuiteFileThatIsNotARegularFileIsRefusedNotMissing() throws {
+        try run("write", "real", "k", "kept")
+        #expect(symlink("real.suite", directory.file("link.suite").path) == 0)
+        #expect(mkfifo(directory.file("fifo.suite").path, 0o600) == 0)
+        #expect(mkdir(directory.file("dir.suite").path, 0o700) == 0)
+        for (name, refusal) in [("link", "symbolic link"), ("fifo", "FIFO"), ("dir", "directory")] {
+            for command in ["read", "delete", "export"] {
+                // A FIFO must not block the command: the deadline of `run` would fail it.
+                let outcome = try run(command, name)
+                #expect(outcome.status == .exited(3), "\(command) \(name): \(outcome.errors)")
+                #expect(outcome.errors.contains(refusal), "\(command) \(name): \(outcome.errors)")
+            }
+            #expect(!directory.names().contains(name + ".suite.lock"), "a refused suite gets no lock file")
+        }
+        #expect(try run("read", "real", "k").output == ["kept"], "nothing reached the link's target")
+    }
+
+    @Test func aSuiteNameThatLooksLikeAnOptionNeedsDoubleDash() throws {
+        let global = try run("write", "-g", "k", "v")
+        #expect(global.status == .exited(2))
+        #expect(global.errors.contains("put -- before a suite name"), "\(global.errors)")
+        #expect(directory.names().isEmpty, "no suite -g was created")
+        #expect(try run("read", "-g").status == .exited(2))
+
+        #expect(try run("write", "--", "-odd", "k", "v").status == .exited(0))
+        #expect(try run("--", "write", "-odd", "n", "--int", "-5").status == .exited(0))
+        #expect(try run("read", "--", "-odd", "n").output == ["-5"])
+        #expect(try Suite(named: "-odd", directory: directory.url).storedValues() == ["k": "v", "n": -5])
+    }
+
+    @Test func dataMustBeStrictBase64() throws {
+        // "====" decoded to one zero byte and "AAEC/w===" to four bytes before.
+        for text in ["deadbeef!", "abc", "====", "AAEC/w===", "AA==AA==", "AAEC/w"] {
+            let outcome = try run("write", "s", "blob", "--data", text)
+            #expect(outcome.status == .exited(2), "\(text): \(outcome.errors)")
+            #expect(outcome.errors.contains("base64"), "\(text): \(outcome.errors)")
+        }
+        #expect(!directory.names().contains("s.suite"))
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import Glibc
 import Testing
 import TestSupport
 @testable import SuiteDefaults
@@ -235,6 +236,42 @@ struct SuiteBasicsTests {
         #expect(!Suite.exists(named: "../one", directory: directory.url))
         let missing = #expect(throws: SuiteError.self) { try Suite.names(in: directory.file("nope")) }
         #expect(missing?.code == .notFound)
+    }
+
+    @Test func checkExistsSaysWhatStandsWhereNoSuiteFileIs() throws {
+        #expect(try !Suite.checkExists(named: "one", directory: directory.url))
+        #expect(try !Suite.checkExists(named: "one", directory: directory.file("no/such/place")))
+        try open("one").set(1, forKey: "k")
+        #expect(try Suite.checkExists(named: "one", directory: directory.url))
+
+        #expect(symlink("one.suite", directory.file("link.suite").path) == 0)
+        #expect(symlink(directory.path, directory.file("directory-link.suite").path) == 0)
+        #expect(mkfifo(directory.file("fifo.suite").path, 0o600) == 0)
+        #expect(mknod(directory.file("socket.suite").path, S_IFSOCK | 0o600, 0) == 0)
+        #expect(mkdir(directory.file("directory.suite").path, 0o700) == 0)
+        let names = directory.names()
+        for (name, code) in [("link", SuiteError.Code.symbolicLink), ("directory-link", .symbolicLink),
+                             ("fifo", .foreignFile), ("socket", .foreignFile), ("directory", .foreignFile)] {
+            let error = #expect(throws: SuiteError.self, "\(name)") { try Suite.checkExists(named: name, directory: directory.url) }
+            #expect(error?.code == code, "\(name)")
+            #expect(error?.path == directory.file(name + ".suite").path)
+            #expect(!Suite.exists(named: name, directory: directory.url))
+        }
+        #expect(directory.names() == names, "looking opens and creates nothing")
+        let invalid = #expect(throws: SuiteError.self) { try Suite.checkExists(named: "../one", directory: directory.url) }
+        #expect(invalid?.code == .invalidSuiteName)
+    }
+
+    @Test func parsedDataMustBeStrictBase64() throws {
+        #expect(try SuiteValue(parsing: "AAEC/w==", as: .data) == .data(Data([0, 1, 2, 255])))
+        #expect(try SuiteValue(parsing: "", as: .data) == .data(Data()))
+        // Foundation alone decodes "====" to a zero byte and ignores a third "=".
+        for text in ["====", "AAEC/w===", "A===", "AA==AA==", "AAEC/w", "deadbeef!", "abc", "AA EC/w==", "AAEC-_=="] {
+            let error = #expect(throws: SuiteError.self, "\(text)") { try SuiteValue(parsing: text, as: .data) }
+            #expect(error?.code == .invalidValue, "\(text)")
+        }
+        // Typed JSON's data reads the same way, so an import stores no more than --data.
+        #expect(throws: SuiteError.self) { try SuiteValue(jsonText: #"{"$data": "===="}"#) }
     }
 
     @Test func defaultDirectoryFollowsTheEnvironment() {

@@ -85,7 +85,7 @@ extension SuiteValue {
             if members.count == 1, let (tag, inner) = members.first, tag.hasPrefix("$") {
                 switch (tag, inner) {
                 case ("$data", .string(let base64)):
-                    guard let data = Data(base64Encoded: base64) else { throw invalid("\"$data\" holds no valid base64.") }
+                    guard let data = Data(strictBase64: base64) else { throw invalid("\"$data\" holds no valid base64.") }
                     self = .data(data)
                     return
                 case ("$date", .string(let text)):

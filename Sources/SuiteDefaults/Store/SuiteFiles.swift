@@ -127,15 +127,24 @@ struct SuiteFiles {
         } catch {
             throw self.error(error, doing: "inspect a suite file")
         }
-        guard status.isRegularFile else {
-            throw SuiteError(.foreignFile, suite: suite, path: path,
-                             message: "A suite file is expected here but this is not a regular file; move it away.")
-        }
+        guard status.isRegularFile else { throw Self.refusal(of: status, suite: suite, path: path) }
         guard Self.isOurs(status, sharing: sharing) else {
             throw SuiteError(.foreignOwner, suite: suite, path: path,
                              message: "The file belongs to user \(status.owner), not to this user (\(geteuid())); suites refuse files of other users. Remove it, or use group sharing.")
         }
         return status
+    }
+
+    /// The error for what stands where a suite file should be but is not a regular
+    /// file: suites never follow a symbolic link, and never read a directory, device,
+    /// socket or FIFO (opening a FIFO to read would wait for a writer).
+    static func refusal(of status: FileStatus, suite: String, path: String) -> SuiteError {
+        if status.isSymbolicLink {
+            return SuiteError(.symbolicLink, suite: suite, path: path,
+                              message: "A symbolic link stands where a suite file should be; suites never follow links. Remove it or move it away.")
+        }
+        return SuiteError(.foreignFile, suite: suite, path: path,
+                          message: "A suite file is expected here but this is \(status.kindDescription), not a regular file; move it away.")
     }
 
     func open(_ name: String, flags: CInt, mode: mode_t = 0) throws -> FileDescriptor {

@@ -24,4 +24,18 @@ struct FileStatus: Equatable, Sendable {
     var isDirectory: Bool { mode & UInt32(S_IFMT) == UInt32(S_IFDIR) }
     var isSymbolicLink: Bool { mode & UInt32(S_IFMT) == UInt32(S_IFLNK) }
     var permissions: UInt32 { mode & 0o7777 }
+
+    /// What kind of file this is, in words for messages: "a directory", "a FIFO ...".
+    var kindDescription: String {
+        switch mode & UInt32(S_IFMT) {
+        case UInt32(S_IFREG): "a regular file"
+        case UInt32(S_IFDIR): "a directory"
+        case UInt32(S_IFLNK): "a symbolic link"
+        case UInt32(S_IFIFO): "a FIFO (named pipe)"
+        case UInt32(S_IFSOCK): "a socket"
+        case UInt32(S_IFCHR): "a character device"
+        case UInt32(S_IFBLK): "a block device"
+        default: "a file of unknown type"
+        }
+    }
 }
