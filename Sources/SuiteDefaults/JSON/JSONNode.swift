@@ -1,18 +1,23 @@
 /// A parsed JSON document. Numbers keep their text, so that nothing is lost to
 /// binary floating point on the way through (a `Decimal` stays exact).
-enum JSONNode: Equatable {
+/// `Sendable` is declared: the Swift 6.3 compiler, inferring it for this recursive
+/// enum, can run into a cycle when a file is compiled on its own.
+enum JSONNode: Equatable, Sendable {
     case object([(key: String, value: JSONNode)])
     case array([JSONNode])
     case string(String)
     case number(String)
     case bool(Bool)
     case null
+    /// A value kept as the valid JSON text it was read from or is to be written as,
+    /// byte for byte: how embedded JSON passes through export and import unchanged.
+    case verbatim(String)
 
     static func == (lhs: JSONNode, rhs: JSONNode) -> Bool {
         switch (lhs, rhs) {
         case (.object(let a), .object(let b)): a.count == b.count && zip(a, b).allSatisfy { $0.key == $1.key && $0.value == $1.value }
         case (.array(let a), .array(let b)): a == b
-        case (.string(let a), .string(let b)), (.number(let a), .number(let b)): a == b
+        case (.string(let a), .string(let b)), (.number(let a), .number(let b)), (.verbatim(let a), .verbatim(let b)): a == b
         case (.bool(let a), .bool(let b)): a == b
         case (.null, .null): true
         default: false
@@ -44,7 +49,7 @@ enum JSONNode: Equatable {
             output += (indent.map { "\n" + $0 } ?? "") + "]"
         case .string(let string):
             JSONNode.writeString(string, to: &output)
-        case .number(let text):
+        case .number(let text), .verbatim(let text):
             output += text
         case .bool(let flag):
             output += flag ? "true" : "false"
@@ -90,15 +95,18 @@ struct JSONParser {
     }
 
     private let bytes: [UInt8]
+    private let verbatimKey: String?
     private var position = 0
     private static let maximumDepth = 512
 
-    static func parse(_ text: String) throws -> JSONNode {
-        try parse(Array(text.utf8))
+    /// Parses `text`; the value of every object member named `verbatimKey` is checked
+    /// and then kept as its text, `.verbatim`.
+    static func parse(_ text: String, verbatimKey: String? = nil) throws -> JSONNode {
+        try parse(Array(text.utf8), verbatimKey: verbatimKey)
     }
 
-    static func parse(_ bytes: [UInt8]) throws -> JSONNode {
-        var parser = JSONParser(bytes: bytes)
+    static func parse(_ bytes: [UInt8], verbatimKey: String? = nil) throws -> JSONNode {
+        var parser = JSONParser(bytes: bytes, verbatimKey: verbatimKey)
         parser.skipWhitespace()
         let node = try parser.value(depth: 0)
         parser.skipWhitespace()
@@ -106,16 +114,22 @@ struct JSONParser {
         return node
     }
 
-    private init(bytes: [UInt8]) {
+    private init(bytes: [UInt8], verbatimKey: String?) {
         self.bytes = bytes
+        self.verbatimKey = verbatimKey
     }
 
     private func failure(_ reason: String) -> Failure { Failure(reason: reason, offset: position) }
 
     private var current: UInt8? { position < bytes.count ? bytes[position] : nil }
 
+    /// Space, line feed, carriage return or tab: RFC 8259's whitespace.
+    static func isWhitespace(_ byte: UInt8?) -> Bool {
+        byte == 0x20 || byte == 0x0A || byte == 0x0D || byte == 0x09
+    }
+
     private mutating func skipWhitespace() {
-        while let byte = current, byte == 0x20 || byte == 0x0A || byte == 0x0D || byte == 0x09 { position += 1 }
+        while Self.isWhitespace(current) { position += 1 }
     }
 
     private mutating func expect(_ literal: String) throws {
@@ -155,7 +169,14 @@ struct JSONParser {
             skipWhitespace()
             try expect(":")
             skipWhitespace()
-            members.append((key, try value(depth: depth + 1)))
+            if key == verbatimKey {
+                let start = position
+                _ = try value(depth: depth + 1)
+                // What was just parsed is valid UTF-8: its strings were checked, the rest is ASCII.
+                members.append((key, .verbatim(String(decoding: bytes[start..<position], as: UTF8.self))))
+            } else {
+                members.append((key, try value(depth: depth + 1)))
+            }
             skipWhitespace()
             if current == UInt8(ascii: ",") { position += 1; continue }
             try expect("}")
@@ -251,11 +272,19 @@ struct JSONParser {
         }
     }
 
+    /// Exactly four hex digits (`UInt32(_:radix:)` would also take a sign).
     private mutating func hexQuad() throws -> UInt32 {
-        guard position + 4 <= bytes.count,
-              let value = UInt32(String(decoding: bytes[position..<(position + 4)], as: UTF8.self), radix: 16)
-        else { throw failure("invalid \\u escape") }
-        position += 4
+        var value: UInt32 = 0
+        for _ in 0..<4 {
+            let digit: UInt32 = switch current {
+            case .some(let byte) where (0x30...0x39).contains(byte): UInt32(byte - 0x30)
+            case .some(let byte) where (0x41...0x46).contains(byte): UInt32(byte - 0x41 + 10)
+            case .some(let byte) where (0x61...0x66).contains(byte): UInt32(byte - 0x61 + 10)
+            default: throw failure("invalid \\u escape")
+            }
+            value = value << 4 | digit
+            position += 1
+        }
         return value
     }
 }

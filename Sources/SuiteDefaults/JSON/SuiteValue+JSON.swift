@@ -3,12 +3,17 @@ import Foundation
 extension SuiteValue {
     /// How `SuiteValue` is written as JSON.
     public enum JSONStyle: Sendable {
-        /// For reading: Data as a base64 string, dates as ISO 8601 strings, encoded
-        /// JSON embedded as it is. Types are not kept (a date reads back as a string).
+        /// For reading: Data as a base64 string, dates as ISO 8601 strings (a date
+        /// without one as its number of seconds since 2001-01-01 UTC), encoded JSON
+        /// embedded. Types are not kept (a date reads back as a string).
         case plain
-        /// For export and import: every value reads back as the same type.
-        /// Data is `{"$data": "base64"}`, a date `{"$date": "ISO 8601"}`, encoded JSON
-        /// `{"$json": ...}`; doubles always have a decimal point or an exponent.
+        /// For export and import: every value reads back as the same type and the same
+        /// bytes. Data is `{"$data": "base64"}`; a date `{"$date": "ISO 8601"}`, or
+        /// `{"$date": seconds since 2001-01-01 UTC}` where the text would not read back
+        /// to the same bits; encoded JSON `{"$json": its text as stored}`, or
+        /// `{"$jsontext": "its text"}` when that begins or ends with whitespace; a
+        /// dictionary whose only key starts with `$` `{"$dictionary": {...}}`. Doubles
+        /// always have a decimal point or an exponent. Docs/FileFormat.md has the rules.
         case typed
     }
 
@@ -29,33 +34,61 @@ extension SuiteValue {
             return .number(String(number))
         case .double(let number):
             let text = "\(number)"
-            return .number(text.contains(where: { $0 == "." || $0 == "e" || $0 == "E" }) ? text : text + ".0")
+            return .number(Self.isIntegerText(text) ? text + ".0" : text)
         case .bool(let flag):
             return .bool(flag)
         case .data(let data):
             return tagged("$data", .string(data.base64EncodedString()))
         case .date(let date):
-            return tagged("$date", .string(ISO8601.format(date)))
+            let interval = date.timeIntervalSinceReferenceDate
+            guard style == .typed else { return .string(ISO8601.format(date)) }
+            if let text = ISO8601.text(forInterval: interval), ISO8601.interval(parsing: text)?.bitPattern == interval.bitPattern {
+                return tagged("$date", .string(text))
+            }
+            // No text, or none that reads back to these bits (-0.0): the number is exact.
+            return tagged("$date", .number("\(interval)"))
         case .array(let elements):
             return .array(elements.map { $0.jsonNode(style: style) })
         case .dictionary(let entries):
-            return .object(entries.keys.sorted().map { ($0, entries[$0]!.jsonNode(style: style)) })
+            let node = JSONNode.object(entries.keys.sorted().map { ($0, entries[$0]!.jsonNode(style: style)) })
+            // A lone key starting with "$" would read back as a tag.
+            if style == .typed, entries.count == 1, entries.keys.first!.hasPrefix("$") {
+                return tagged("$dictionary", node)
+            }
+            return node
         case .json(let data):
-            // Stored JSON was checked when it was stored; damage is shown as a string.
-            let node = (try? JSONParser.parse([UInt8](data))) ?? .string(String(decoding: data, as: UTF8.self))
-            return tagged("$json", node)
+            guard style == .typed else {
+                // Stored JSON was checked when it was stored; damage is shown as a string.
+                return (try? JSONParser.parse([UInt8](data))) ?? .string(String(decoding: data, as: UTF8.self))
+            }
+            if let text = Self.embeddableText(data) { return tagged("$json", .verbatim(text)) }
+            // Reading "$json" drops the whitespace around the value, so such text goes as a string.
+            return tagged("$jsontext", .string(String(decoding: data, as: UTF8.self)))
         }
+    }
+
+    /// Stored JSON text that can be embedded as it is: valid, and neither beginning nor
+    /// ending with whitespace.
+    private static func embeddableText(_ data: Data) -> String? {
+        let bytes = [UInt8](data)
+        guard !JSONParser.isWhitespace(bytes.first), !JSONParser.isWhitespace(bytes.last),
+              (try? JSONParser.parse(bytes)) != nil
+        else { return nil }
+        return String(decoding: bytes, as: UTF8.self)
     }
 
     /// Reads a value from JSON text in the `.typed` style (plain JSON is typed JSON
     /// without tags: numbers with a point or exponent become doubles, others integers).
     ///
     /// - Throws: `SuiteError` `.invalidValue` for text that is not JSON, for `null`,
-    ///   or for a malformed tag.
+    ///   for an integer beyond 64 bits or a double beyond the finite doubles, for a key
+    ///   twice in one object, and for an unknown or malformed tag (an object whose only
+    ///   key starts with `$`).
     public init(jsonText: String) throws {
         let node: JSONNode
         do {
-            node = try JSONParser.parse(jsonText)
+            // "$json" values are kept as their text, so that they are stored byte for byte.
+            node = try JSONParser.parse(jsonText, verbatimKey: "$json")
         } catch {
             throw SuiteError(.invalidValue, message: "The text is not valid JSON: \(error).")
         }
@@ -63,46 +96,96 @@ extension SuiteValue {
     }
 
     init(_ node: JSONNode) throws {
-        func invalid(_ why: String) -> SuiteError { SuiteError(.invalidValue, message: why) }
         switch node {
         case .string(let string):
             self = .string(string)
         case .bool(let flag):
             self = .bool(flag)
         case .null:
-            throw invalid("null cannot be stored; leave the key out instead.")
+            throw SuiteError(.invalidValue, message: "null cannot be stored; leave the key out instead.")
         case .number(let text):
-            if !text.contains(where: { $0 == "." || $0 == "e" || $0 == "E" }), let integer = Int(text) {
+            if !Self.isIntegerText(text) {
+                self = .double(try Self.double(fromJSONNumber: text))
+            } else if let integer = Int(text) {
                 self = .integer(integer)
-            } else if let number = Double(text), number.isFinite {
-                self = .double(number)
             } else {
-                throw invalid("The number \(text) is out of range.")
+                throw SuiteError(.invalidValue, message: "The integer \(text) is outside the 64-bit range, \(Int.min) to \(Int.max); "
+                                 + "write it with a decimal point to store it as a double.")
             }
+        case .verbatim(let text):
+            // A "$json" member of a dictionary rather than a tag: its value as any other.
+            self = try SuiteValue(jsonText: text)
         case .array(let elements):
             self = .array(try elements.map(SuiteValue.init))
         case .object(let members):
             if members.count == 1, let (tag, inner) = members.first, tag.hasPrefix("$") {
-                switch (tag, inner) {
-                case ("$data", .string(let base64)):
-                    guard let data = Data(strictBase64: base64) else { throw invalid("\"$data\" holds no valid base64.") }
-                    self = .data(data)
-                    return
-                case ("$date", .string(let text)):
-                    guard let date = ISO8601.parse(text) else { throw invalid("\"$date\" holds no ISO 8601 date: \(text).") }
-                    self = .date(date)
-                    return
-                case ("$json", let embedded):
-                    self = .json(Data(embedded.text.utf8))
-                    return
-                default:
-                    break
-                }
+                self = try SuiteValue(tag: tag, inner)
+            } else {
+                self = .dictionary(try Self.entries(members))
             }
-            var entries: [String: SuiteValue] = [:]
-            for member in members { entries[member.key] = try SuiteValue(member.value) }
-            self = .dictionary(entries)
         }
+    }
+
+    /// The value an object whose only key starts with "$" stands for.
+    private init(tag: String, _ inner: JSONNode) throws {
+        func invalid(_ expected: String) -> SuiteError {
+            SuiteError(.invalidValue, message: "\"\(tag)\" must hold \(expected).")
+        }
+        switch tag {
+        case "$data":
+            guard case .string(let base64) = inner, let data = Data(strictBase64: base64) else { throw invalid("a strict base64 string") }
+            self = .data(data)
+        case "$date":
+            let interval: Double? = switch inner {
+            case .string(let text): ISO8601.interval(parsing: text)
+            case .number(let text): try? Self.double(fromJSONNumber: text)
+            default: nil
+            }
+            guard let interval else {
+                throw invalid("an ISO 8601 date such as \"2026-11-22T10:15:00Z\", or a finite number of seconds since 2001-01-01 UTC")
+            }
+            self = .date(Date(timeIntervalSinceReferenceDate: interval))
+        case "$json":
+            // Parsed by `init(jsonText:)`, `inner` is the embedded text exactly as written.
+            self = .json(Data(inner.text.utf8))
+        case "$jsontext":
+            guard case .string(let text) = inner, (try? JSONParser.parse(text)) != nil else { throw invalid("a string of valid JSON text") }
+            self = .json(Data(text.utf8))
+        case "$dictionary":
+            guard case .object(let members) = inner else { throw invalid("an object") }
+            self = .dictionary(try Self.entries(members))
+        default:
+            throw SuiteError(.invalidValue, message: "\"\(tag)\" is not a tag: an object whose only key starts with \"$\" is one. "
+                             + "Write a dictionary with such a key as {\"$dictionary\": {\"\(tag)\": ...}}.")
+        }
+    }
+
+    /// The members of an object as a dictionary, each value read as typed JSON.
+    private static func entries(_ members: [(key: String, value: JSONNode)]) throws -> [String: SuiteValue] {
+        var entries: [String: SuiteValue] = [:]
+        for member in members {
+            // Swift keys are equal when canonically equivalent, so "é" spelled two ways is one key.
+            guard entries.updateValue(try SuiteValue(member.value), forKey: member.key) == nil else {
+                throw SuiteError(.invalidValue, key: member.key,
+                                 message: "The key is in one object twice (perhaps spelled two canonically equivalent ways).")
+            }
+        }
+        return entries
+    }
+
+    /// Whether a number's text has neither a point nor an exponent: an integer's, in typed JSON.
+    private static func isIntegerText(_ text: String) -> Bool {
+        !text.contains(where: { $0 == "." || $0 == "e" || $0 == "E" })
+    }
+
+    /// A JSON number as a double, refused when it is beyond the finite doubles or, not
+    /// being zero, rounds to zero.
+    private static func double(fromJSONNumber text: String) throws -> Double {
+        let significand = text.prefix(while: { $0 != "e" && $0 != "E" })
+        guard let number = Double(text), number.isFinite,
+              number != 0 || !significand.contains(where: { ("1"..."9").contains($0) })
+        else { throw SuiteError(.invalidValue, message: "The number \(text) is outside the range of a double.") }
+        return number
     }
 }
 
