@@ -192,6 +192,12 @@ public final class ChildProcess: Sendable {
         return nil
     }
 
+    /// Waits until the lines of standard output so far satisfy `condition`; false at
+    /// the deadline, or when the output ended without satisfying it.
+    public func waitForLines(timeout: Duration, until condition: ([String]) -> Bool) -> Bool {
+        shared.waitUntil(timeout) { condition(shared.outputLines) || shared.outputClosed } && condition(lines)
+    }
+
     /// Waits until standard error contains `text`; false at the deadline.
     public func waitForError(containing text: String, timeout: Duration) -> Bool {
         shared.waitUntil(timeout) {

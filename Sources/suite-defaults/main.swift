@@ -4,7 +4,7 @@ import Glibc
 import SuiteDefaults
 
 let usageText = """
-    usage: suite-defaults [--dir DIR] [--] COMMAND ...
+    usage: suite-defaults [--dir DIR] [--timeout SECONDS] [--] COMMAND ...
 
       read SUITE [KEY]        print one value, or every stored value as JSON
       write SUITE KEY [TYPE] VALUE
@@ -23,6 +23,8 @@ let usageText = """
 
       --dir DIR               the suite directory (default: $SUITE_DEFAULTS_DIR,
                               $XDG_CONFIG_HOME/suite-defaults or ~/.config/suite-defaults)
+      --timeout SECONDS       how long to wait for another process's lock on the
+                              suite before giving up with status 3 (default 2)
       --                      ends the options: after it, --dir is a word like any
                               other. A SUITE that starts with "-" must come after it
                               (suite-defaults -- write -odd KEY VALUE), so that -g,
@@ -101,6 +103,7 @@ func commandLineArguments() throws(Failure) -> [String] {
 
 struct Invocation {
     var directory: URL?
+    var options = Suite.Options()
     var words: [String] = []
     /// Whether the suite name, the word after the command, came after `--`.
     var suiteNameAfterOptions = false
@@ -113,6 +116,14 @@ struct Invocation {
             if !optionsEnded && argument == "--dir" {
                 guard index + 1 < arguments.count else { throw .usage("--dir needs a directory") }
                 directory = URL(fileURLWithPath: arguments[index + 1], isDirectory: true)
+                index += 2
+                continue
+            }
+            if !optionsEnded && argument == "--timeout" {
+                guard index + 1 < arguments.count, let seconds = Double(arguments[index + 1]), seconds >= 0, seconds < 1e9 else {
+                    throw .usage("--timeout needs a number of seconds")
+                }
+                options.lockTimeout = .milliseconds(Int64((seconds * 1000).rounded()))
                 index += 2
                 continue
             }
@@ -138,7 +149,7 @@ struct Invocation {
         if try !Suite.checkExists(named: name, directory: directory) && mustExist {
             throw Failure.notFound("suite \(name) not found in \((directory ?? Suite.defaultDirectory()).path)")
         }
-        return try Suite(named: name, directory: directory)
+        return try Suite(named: name, directory: directory, options: options)
     }
 }
 

@@ -29,7 +29,11 @@ extension Worker {
             Worker.say("ready")
             _ = nextLine()
             for value in 0..<count {
-                defaults.set(value, forKey: "\(prefix).\(value % keys)")
+                if valueBytes == 0 {
+                    defaults.set(value, forKey: "\(prefix).\(value % keys)")
+                } else {
+                    defaults.set(padded(value), forKey: "\(prefix).\(value % keys)")
+                }
                 defaults.synchronize()
             }
             Worker.say("done \(count) errors 0")

@@ -29,14 +29,16 @@ extension Worker {
 
         case "write-keys":
             // Writes PREFIX.0 ... PREFIX.(COUNT-1) = 0 ... COUNT-1; with --keys K, to
-            // PREFIX.(n % K), so that keys are overwritten.
+            // PREFIX.(n % K), so that keys are overwritten; with --value-bytes B, each
+            // value is a string of B bytes that starts with the number.
             let suite = open(suiteName)
             let prefix = string("prefix"), count = number("count"), keys = number("keys", default: count)
             var errors = 0
             Worker.say("ready")
             _ = nextLine()
             for value in 0..<count {
-                do { try suite.set(value, forKey: "\(prefix).\(value % keys)") } catch { errors += 1 }
+                let stored: SuiteValue = valueBytes == 0 ? .integer(value) : .string(padded(value))
+                do { try suite.setValue(stored, forKey: "\(prefix).\(value % keys)") } catch { errors += 1 }
             }
             Worker.say("done \(count) errors \(errors)")
 
@@ -166,6 +168,9 @@ extension Worker {
             } catch {
                 Worker.say("error other")
             }
+
+        case "fork-increment":
+            runForkIncrement()
 
         case "fuzz":
             let (inputs, violations) = Fuzzer(seed: UInt64(number("seed"))).run(from: number("from"), to: number("to"), directory: directory)

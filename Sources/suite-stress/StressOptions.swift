@@ -20,7 +20,8 @@ struct StressOptions: Sendable {
                                      [--dir DIR] [--json] [--against foundation]
                suite-stress all [--quick] [--json]
 
-        scenarios: counter, distinct-keys, first-access, readers, crash, corrupt, notify, disk-full, fuzz
+        scenarios: counter, distinct-keys, first-access, readers, crash, corrupt, notify, disk-full, fuzz,
+                   fork, hostile
         --duration S repeats the scenario, round after round, until S seconds have passed,
         and adds the rounds up; it stops at the first round that finds a failure.
         Each ends with one line: SCENARIO: OPS ops, LOST lost, TORN torn, ERRORS errors, SECONDS s

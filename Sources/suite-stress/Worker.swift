@@ -79,6 +79,14 @@ struct Worker: Sendable {
         }
     }
 
+    /// --value-bytes B: write-keys stores strings of B bytes instead of integers.
+    var valueBytes: Int { number("value-bytes", default: 0) }
+
+    /// `value` as a string of `valueBytes` bytes that starts with the number.
+    func padded(_ value: Int) -> String {
+        "\(value):".padding(toLength: valueBytes, withPad: "v", startingAt: 0)
+    }
+
     /// Whether a line of standard input is waiting (a stop signal for loops).
     var hasInput: Bool { lines.hasLine }
 

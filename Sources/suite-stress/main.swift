@@ -15,7 +15,7 @@ let scenarios: [(String, (StressRun) throws -> [ScenarioResult])] = [
     ("counter", CounterScenario.run), ("distinct-keys", DistinctKeysScenario.run),
     ("first-access", FirstAccessScenario.run), ("readers", ReadersScenario.run), ("crash", CrashScenario.run),
     ("corrupt", CorruptScenario.run), ("notify", NotifyScenario.run), ("disk-full", DiskFullScenario.run),
-    ("fuzz", FuzzScenario.run),
+    ("fuzz", FuzzScenario.run), ("fork", ForkScenario.run), ("hostile", HostileScenario.run),
 ]
 
 func fail(_ message: String, status: Int32) -> Never {

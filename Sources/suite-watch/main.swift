@@ -13,7 +13,8 @@ let usageText = """
       --json             one JSON object per line: time, suite, key, old, new, seq, pid, kind
       --initial          print the current values first
       --count N          exit 0 after N changes
-      --timeout SECONDS  exit 1 if the N changes have not come by then (without --count: stop, exit 0)
+      --timeout SECONDS  exit 1 if the N changes have not come by then (without --count: stop, exit 0);
+                         counted from the start, while waiting for a suite's lock too
       --dir DIR          the suite directory (default: $SUITE_DEFAULTS_DIR,
                          $XDG_CONFIG_HOME/suite-defaults or ~/.config/suite-defaults)
     """
@@ -123,6 +124,19 @@ let handler: @Sendable (SuiteChange) -> Void = { change in
     }
 }
 
+// The timeout counts from now: opening a suite may wait for another process's lock.
+if let timeout = settings.timeout {
+    Thread {
+        Thread.sleep(forTimeInterval: timeout)
+        let count = received.withLock { $0 }
+        if let wanted = settings.count {
+            emit("suite-watch: \(count) of \(wanted) changes came within \(timeout) s", to: STDERR_FILENO)
+            exit(1)
+        }
+        exit(0)
+    }.start()
+}
+
 // SIGINT and SIGTERM stop the watch cleanly.
 let stop = Mutex<SuiteCancellable?>(nil)
 TerminationSignals.handle { _ in
@@ -130,12 +144,14 @@ TerminationSignals.handle { _ in
     exit(0)
 }
 
+// A watcher waits for a held lock for as long as it runs; the timeout ends it.
+let options = Suite.Options(lockTimeout: nil)
 let token: SuiteCancellable
 do {
     if settings.all {
-        token = try Suite.observeSuites(in: directory, includingCurrentValues: settings.initial, onChange: handler)
+        token = try Suite.observeSuites(in: directory, includingCurrentValues: settings.initial, options: options, onChange: handler)
     } else {
-        let suite = try Suite(named: settings.suite!, directory: directory)
+        let suite = try Suite(named: settings.suite!, directory: directory, options: options)
         token = try suite.observe(keys: settings.keys.isEmpty ? nil : settings.keys,
                                   includingCurrentValues: settings.initial, onChange: handler)
     }
@@ -146,16 +162,5 @@ do {
 }
 stop.withLock { $0 = token }
 emit("suite-watch: watching \(settings.all ? "every suite" : settings.suite!) in \(directory.path)", to: STDERR_FILENO)
-
-if let timeout = settings.timeout {
-    DispatchQueue.main.asyncAfter(deadline: .now() + timeout) {
-        let count = received.withLock { $0 }
-        if let wanted = settings.count {
-            emit("suite-watch: \(count) of \(wanted) changes came within \(timeout) s", to: STDERR_FILENO)
-            exit(1)
-        }
-        exit(0)
-    }
-}
 
 withExtendedLifetime(token) { dispatchMain() }

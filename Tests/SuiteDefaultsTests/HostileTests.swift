@@ -23,16 +23,12 @@ struct HostileTests {
     // MARK: fork
 
     @Test func forkedProcessesLoseNoIncrement() throws {
-        try Suite(named: "forked", directory: directory.url).set(0, forKey: "counter")
-        let worker = try startWorker("fork-increment", in: directory, suite: "forked",
-                                     ["children": "2", "threads": "2", "count": "250"])
-        let line = worker.expectLine(startingWith: "done ", within: .seconds(120))
-        worker.expectSuccess()
-        let made = line.flatMap { Int($0.dropFirst("done ".count)) }
-        let suite = try Suite(named: "forked", directory: directory.url)
-        #expect(made == 3 * 2 * 250 + 2)
-        #expect(suite.integer(forKey: "counter") == made, "every increment of every process is there")
-        #expect(!directory.names().contains { $0.contains(".damaged-") }, "the file was never damaged")
+        // A process forks while another of its threads is inside a transaction; the
+        // parent and its children then increment together (suite-stress fork).
+        let tool = try ChildProcess(executable: Products.path("suite-stress"),
+                                    arguments: ["fork", "--iterations", "3", "--processes", "2", "--threads", "2", "--dir", directory.path])
+        #expect(tool.wait(timeout: .seconds(300)) == .exited(0), "\(tool.lines) \(tool.standardError)")
+        #expect(tool.lines.contains { $0.hasPrefix("fork: ") && $0.contains(" 0 lost, 0 torn") }, "\(tool.lines)")
     }
 
     @Test func aChildForkedInsideATransactionNeitherCommitsItNorHoldsItsLock() throws {
@@ -273,6 +269,15 @@ struct HostileTests {
         // A new process cannot even open it in time, and says so too.
         let opener = try outcome("get", suite: "stuck", ["key": "k", "lock-timeout-ms": "200"])
         #expect(opener.contains { $0.hasPrefix("error lockTimeout") }, "\(opener)")
+
+        // The tools give up in their time too, from their start.
+        let write = try ChildProcess(executable: Products.path("suite-defaults"),
+                                     arguments: ["--dir", directory.path, "--timeout", "0.3", "write", "stuck", "k", "v4"])
+        #expect(write.wait(timeout: .seconds(20)) == .exited(3))
+        #expect(write.standardError.contains("\(holder.pid)"), "\(write.standardError)")
+        let watch = try ChildProcess(executable: Products.path("suite-watch"),
+                                     arguments: ["--dir", directory.path, "--count", "1", "--timeout", "0.5", "stuck"])
+        #expect(watch.wait(timeout: .seconds(20)) == .exited(1))
 
         holder.signal(SIGCONT)
         _ = holder.kill()

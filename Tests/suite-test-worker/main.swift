@@ -111,16 +111,6 @@ say("opened")
     while true { pause() }
 }
 
-/// Starts `body` on a new pthread.
-func startThread(_ body: @escaping @Sendable () -> Void) {
-    final class Box { let body: @Sendable () -> Void; init(_ body: @escaping @Sendable () -> Void) { self.body = body } }
-    var thread = pthread_t()
-    let context = Unmanaged.passRetained(Box(body)).toOpaque()
-    guard pthread_create(&thread, nil, { Unmanaged<Box>.fromOpaque($0!).takeRetainedValue().body(); return nil }, context) == 0 else {
-        fail("pthread_create failed")
-    }
-    pthread_detach(thread)
-}
 
 
 switch command {
@@ -282,69 +272,6 @@ case "units-set":
     } catch {
         say(report(error))
     }
-
-case "fork-increment":
-    // Forks CHILDREN children while another thread of this process is inside a
-    // transaction (holding the suite's locks); then every process runs THREADS
-    // threads × COUNT increments. Reports "done N" with every increment made.
-    let children = number("children"), threads = number("threads"), count = number("count")
-    let key = "counter"
-    @Sendable func increment() {
-        do {
-            try suite.update { tx in try tx.set((tx.integer(forKey: key) ?? 0) + 1, forKey: key) }
-        } catch {
-            fail("increment: \(error)")
-        }
-    }
-    // Plain pthreads: libdispatch does not run in a forked child, and Foundation's
-    // Thread may hang there on a one-time initialization a parent's thread began.
-    func increments() {
-        let finished = DispatchSemaphore(value: 0)
-        for _ in 0..<threads {
-            startThread {
-                for _ in 0..<count { increment() }
-                finished.signal()
-            }
-        }
-        for _ in 0..<threads { finished.wait() }
-    }
-    // Everything the increments use is set up before the fork, as POSIX advises:
-    // a child may only rely on what no other thread was in the middle of.
-    increment()
-    let inside = DispatchSemaphore(value: 0), proceed = DispatchSemaphore(value: 0)
-    let holderDone = DispatchSemaphore(value: 0)
-    startThread {
-        do {
-            try suite.update { tx in
-                try tx.set((tx.integer(forKey: key) ?? 0) + 1, forKey: key)
-                inside.signal()
-                proceed.wait()
-            }
-        } catch {
-            fail("holder: \(error)")
-        }
-        holderDone.signal()
-    }
-    inside.wait()
-    var pids: [pid_t] = []
-    for _ in 0..<children {
-        let pid = fork()
-        if pid == 0 {
-            // A child has only the thread that forked: the holder is not in it.
-            increments()
-            _exit(0)
-        }
-        guard pid > 0 else { fail("fork failed") }
-        pids.append(pid)
-    }
-    proceed.signal()
-    holderDone.wait()
-    increments()
-    for pid in pids {
-        var status: Int32 = 0
-        guard waitpid(pid, &status, 0) == pid, status == 0 else { fail("child \(pid) ended with status \(status)") }
-    }
-    say("done \((children + 1) * threads * count + 2)")
 
 case "fork-in-transaction":
     // Forks inside a transaction. The child may neither commit the parent's

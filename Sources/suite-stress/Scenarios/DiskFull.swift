@@ -12,7 +12,7 @@ enum DiskFullScenario {
         let options = stress.options
         let rounds = options.count(options.iterations, quick: 5, normal: 20)
         var result = ScenarioResult(scenario: "disk-full")
-        var onTmpfs = 0
+        var onTmpfs = 0, newSuitesRefused = 0
         try timed({ result in
             for round in 0..<rounds {
                 let directory = stress.freshDirectory("full-\(round)")
@@ -39,6 +39,21 @@ enum DiskFullScenario {
                 } else {
                     result.fail("round \(round): the write past the limit did not fail with noSpace: \(end ?? "no answer")")
                 }
+                // A new suite on the full disk: its lock file's page cannot be
+                // allocated, which must be the same clear error, not a SIGBUS.
+                if mounted {
+                    // The open itself fails (the worker then exits with status 3).
+                    let fresh = try stress.worker("try-set", in: directory, ["suite": "new-\(round)", "key": "k", "size": "10"])
+                    result.operations += 1
+                    let ended = fresh.wait(timeout: .seconds(60))
+                    if fresh.standardError.contains("SuiteError.noSpace") || fresh.lines.contains(where: { $0.hasPrefix("error noSpace") }) {
+                        result.errors += 1
+                        newSuitesRefused += 1
+                    } else {
+                        result.fail("round \(round): creating a suite on the full disk did not fail with noSpace: \(fresh.lines) \(fresh.standardError)")
+                    }
+                    if case .signaled? = ended { result.crashed += 1 }
+                }
                 // Nothing acknowledged was lost.
                 let stored = try Suite(named: "full", directory: directory).storedValues()
                 for index in 0..<acks where stored["fill.\(index)"] != .string(String(repeating: "x", count: 2000)) {
@@ -56,6 +71,7 @@ enum DiskFullScenario {
         }, &result)
         result.figure("rounds", rounds)
         result.figure("on_tmpfs", onTmpfs)
+        result.figure("new_suites_refused", newSuitesRefused)
         if result.lost > 0 { result.fail("\(result.lost) acknowledged writes were lost") }
         return [result]
     }

@@ -2,14 +2,16 @@ import ChildProcess
 import Foundation
 import SuiteDefaults
 
-/// W watcher processes and P writer processes: every watcher must receive every
-/// change in commit order, with the right old and new values.
+/// W watcher processes and P writer processes committing 100-byte values: every
+/// watcher must receive every change in commit order, with the right old and new
+/// values, each as its own commit: none folded into a net change, however far
+/// behind the compactions a watcher falls (within the history kept).
 enum NotifyScenario {
     static func run(_ stress: StressRun) throws -> [ScenarioResult] {
         let options = stress.options
         let watchers = options.count(options.threads, quick: 4, normal: 8)
         let writers = options.count(options.processes, quick: 2, normal: 4)
-        let writes = options.count(options.iterations, quick: 2_000, normal: 5_000)
+        let writes = options.count(options.iterations, quick: 2_000, normal: 10_000)
         var results = [try once(stress, foundation: false, watchers, writers, writes)]
         if options.againstFoundation {
             // UserDefaults needs a time to watch for; give it the time ours took, and a second more.
@@ -33,7 +35,7 @@ enum NotifyScenario {
             for watcher in watchers where watcher.line(startingWith: "ready") == nil { result.crashed += 1 }
             let writers = try (0..<writerCount).map { index in
                 try stress.worker(foundation ? "fd-write-keys" : "write-keys", in: directory,
-                                  ["suite": "stream", "prefix": "w\(index)", "count": "\(writes)", "keys": "16"])
+                                  ["suite": "stream", "prefix": "w\(index)", "count": "\(writes)", "keys": "16", "value-bytes": "100"])
             }
             stress.runTogether(writers, into: &result)
             // The last commit: every watcher stops when it sees it.
@@ -56,6 +58,7 @@ enum NotifyScenario {
         if !foundation {
             result.figure("net_changes", folded)
             if result.lost + result.torn > 0 { result.fail("\(result.lost) changes missed, \(result.torn) out of order or wrong") }
+            if folded > 0 { result.fail("\(folded) changes arrived folded into net changes instead of one by one") }
         }
         return result
     }
