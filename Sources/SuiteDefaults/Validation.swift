@@ -10,8 +10,10 @@ enum Validation {
     /// `text` in Unicode Normalization Form C. ASCII, which most names and keys are,
     /// is already NFC and is returned as it is, without asking Unicode's tables.
     static func normalized(_ text: String) -> String {
-        if text.utf8.allSatisfy({ $0 < 0x80 }) { return text }
-        return text.precomposedStringWithCanonicalMapping
+        // A plain loop: a generic algorithm such as allSatisfy costs a new process a
+        // runtime lookup on first use, and this runs every time a suite is opened.
+        for byte in text.utf8 where byte >= 0x80 { return text.precomposedStringWithCanonicalMapping }
+        return text
     }
 
     /// Suite names become file names, so they are limited by the file system's

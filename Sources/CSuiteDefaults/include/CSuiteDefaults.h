@@ -94,6 +94,15 @@ static inline void sd_thread_lock_release(sd_thread_lock *lock, uint32_t epoch) 
     if ((seen & 3) == 2) sd_thread_lock_wake(lock);
 }
 
+/// Tells the processor that this is a busy-wait loop (x86 PAUSE, Arm YIELD).
+static inline void sd_cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
+
 // MARK: Futexes in memory shared between processes
 
 /// Waits while `*word == expected`, at most `timeout_ns`. Returns 0 when woken, else

@@ -20,10 +20,15 @@ struct SharedHeader {
     static let size = MappedPage.size
     static let magic: UInt64 = 0x314B_4C45_5449_5553  // the bytes "SUITELK1"
 
+    /// Keeps the mapping alive; `base` is its address, kept here too so that the
+    /// freshness check reaches the page without going through the object.
     let page: MappedPage
-    private var base: UnsafeMutableRawPointer { page.base }
+    private let base: UnsafeMutableRawPointer
 
-    init(page: MappedPage) { self.page = page }
+    init(page: MappedPage) {
+        self.page = page
+        base = page.base
+    }
 
     private func word(_ offset: Int) -> UnsafeMutablePointer<UInt64> {
         (base + offset).assumingMemoryBound(to: UInt64.self)

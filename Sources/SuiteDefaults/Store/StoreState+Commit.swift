@@ -106,7 +106,7 @@ extension StoreState {
         // write under the name its descriptor was opened by, and the temporary name
         // is about to go.
         new.descriptor.close()
-        guard let descriptor = try files.openDataFile(writable: true) else {
+        guard let (descriptor, _) = try files.openDataFile(writable: true) else {
             throw SuiteError(.ioFailure, suite: suite, path: files.dataPath,
                              message: "The new suite file disappeared as it was created; nothing was written. Try again.")
         }

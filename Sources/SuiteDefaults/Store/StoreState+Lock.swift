@@ -8,6 +8,12 @@ extension StoreState {
     /// read the shared page and so cannot ask to be woken.
     static let longestSleepForLock = Duration.milliseconds(5)
 
+    /// How long a waiter spins, trying again after pauses that double from 1 µs,
+    /// before it goes to sleep. A holder keeps the lock for microseconds, so most
+    /// waits end here; and while nobody sleeps, a release costs no wake-up call. The
+    /// pauses matter: `flock` calls in a tight loop slow down the holder's own.
+    static let spinBeforeSleeping = Duration.microseconds(100)
+
     /// Runs `body` holding the suite's `flock`, of `kind`, waited for at most
     /// `timeout` (nil: for as long as it takes).
     ///
@@ -54,7 +60,15 @@ extension StoreState {
     private func waitForFileLock(_ kind: FileDescriptor.LockKind, timeout: Duration?) throws {
         guard let lockFile else { return }
         SuiteFaultInjection.reach(.waitingForLock)
-        let deadline = timeout.map { MonotonicClock.now() + $0 }
+        let start = MonotonicClock.now()
+        var pause = Duration.microseconds(1)
+        while MonotonicClock.now() - start < Self.spinBeforeSleeping {
+            let resume = MonotonicClock.now() + pause
+            while MonotonicClock.now() < resume { sd_cpu_relax() }
+            if try lockFile.tryLock(kind, path: files.lockPath) { return }
+            pause = min(pause * 2, .microseconds(32))
+        }
+        let deadline = timeout.map { start + $0 }
         // Counted as a waiter before trying again, so a release in between wakes us.
         let counted = header.map { $0.isWritable && !$0.page.wasCutShort } ?? false
         if counted, let header { sd_atomic_add_u32(header.waiters, 1) }

@@ -16,10 +16,10 @@ extension StoreState {
         files.removeStaleTemporaryFiles()
 
         var bytes: [UInt8] = []
-        var descriptor = try files.openDataFile(writable: true)
-        if let open = descriptor {
+        let opened = try files.openDataFile(writable: true)
+        var descriptor = opened?.descriptor
+        if let (open, status) = opened {
             do {
-                let status = try open.status()
                 bytes = try readWholeDataFile(open, status: status)
             } catch {
                 open.close()

@@ -199,13 +199,12 @@ final class StoreState: @unchecked Sendable {
     /// Reads a data file that replaced the one this process had (or its first), and
     /// returns its status; nil when it was damaged and has been repaired.
     private func loadDataFile(expecting fileID: UInt64, length: Int, exclusive: Bool) throws -> FileStatus? {
-        guard let descriptor = try files.openDataFile(writable: writable) else {
+        guard let (descriptor, status) = try files.openDataFile(writable: writable) else {
             try damageFound(exclusive: exclusive)
             return nil
         }
-        let bytes: [UInt8], status: FileStatus
+        let bytes: [UInt8]
         do {
-            status = try descriptor.status()
             // Bounded by what is there before anything is read.
             bytes = length <= status.size ? try descriptor.read(count: length, at: 0) : []
         } catch {
@@ -303,18 +302,12 @@ final class StoreState: @unchecked Sendable {
     /// anything, keeping every record that verifies. Without a lock file, the file is
     /// read again only when it changed (another inode or size), which a `stat` tells.
     private func loadWithoutRepair() throws {
-        guard let descriptor = try files.openDataFile(writable: false) else {
+        guard let (descriptor, status) = try files.openDataFile(writable: false) else {
             replaceContents(with: SuiteContents())
             view = View(generation: header?.generation ?? 0, isLoaded: header != nil)
             return
         }
         defer { descriptor.close() }
-        let status: FileStatus
-        do {
-            status = try descriptor.status()
-        } catch {
-            throw files.error(error, doing: "inspect the suite file")
-        }
         if lockFile == nil, let last = view.lockless, last == status { return }
         let bytes = try readWholeDataFile(descriptor, status: status)
         // Without the lock, a writer may be appending: what is cut short at the end is

@@ -194,11 +194,15 @@ struct SuiteFiles {
                     try? descriptor.setPermissions(fileMode)
                 }
                 // Real blocks for the shared page: a sparse page touched through the
-                // mapping on a full disk would raise SIGBUS instead of an error.
-                do {
-                    try descriptor.allocate(length: SharedHeader.size, path: lockPath)
-                } catch {
-                    throw self.error(error, doing: "set up the suite's lock file")
+                // mapping on a full disk would raise SIGBUS instead of an error. (A page
+                // whose blocks are there needs no call, which costs a new process
+                // more than the rest of opening the file.)
+                if status.size < SharedHeader.size || status.allocatedBytes < SharedHeader.size {
+                    do {
+                        try descriptor.allocate(length: SharedHeader.size, path: lockPath)
+                    } catch {
+                        throw self.error(error, doing: "set up the suite's lock file")
+                    }
                 }
             }
         } catch {
@@ -208,8 +212,8 @@ struct SuiteFiles {
         return access
     }
 
-    /// Opens the data file; nil when it does not exist.
-    func openDataFile(writable: Bool) throws -> FileDescriptor? {
+    /// Opens the data file, with its status as checked; nil when it does not exist.
+    func openDataFile(writable: Bool) throws -> (descriptor: FileDescriptor, status: FileStatus)? {
         let descriptor: FileDescriptor
         do {
             descriptor = try open(dataName, flags: writable ? O_RDWR : O_RDONLY)
@@ -219,12 +223,11 @@ struct SuiteFiles {
             throw self.error(error, doing: "open the suite file")
         }
         do {
-            _ = try checkFile(descriptor, name: dataName)
+            return (descriptor, try checkFile(descriptor, name: dataName))
         } catch {
             descriptor.close()
             throw error
         }
-        return descriptor
     }
 
     /// Writes a complete new data file under a temporary name: the header, and the

@@ -9,6 +9,8 @@ struct FileStatus: Equatable, Sendable {
     var group: UInt32
     var size: Int
     var linkCount: Int
+    /// The disk space allocated to the file (st_blocks are 512-byte units).
+    var allocatedBytes: Int
 
     init(_ raw: stat) {
         device = UInt64(raw.st_dev)
@@ -18,6 +20,7 @@ struct FileStatus: Equatable, Sendable {
         group = UInt32(raw.st_gid)
         size = Int(raw.st_size)
         linkCount = Int(raw.st_nlink)
+        allocatedBytes = Int(raw.st_blocks) * 512
     }
 
     var isRegularFile: Bool { mode & UInt32(S_IFMT) == UInt32(S_IFREG) }

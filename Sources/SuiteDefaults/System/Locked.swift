@@ -7,27 +7,35 @@ import CSuiteDefaults
 /// thread of the parent held at that instant would stay held forever in the child,
 /// and `Mutex` caches thread IDs across the fork and aborts in the child under
 /// contention. This lock counts a lock held in an earlier fork epoch as free.
-final class Locked<Value>: @unchecked Sendable {
-    private let lock: UnsafeMutablePointer<sd_thread_lock>
-    private var value: Value
+///
+/// A noncopyable struct over storage of its own, as `Mutex` is, rather than a generic
+/// class: each generic class a process uses costs it a runtime instantiation on
+/// first use, and suites are opened at start-up.
+struct Locked<Value>: ~Copyable, @unchecked Sendable {
+    private struct Storage {
+        var lock: sd_thread_lock
+        var value: Value
+    }
+
+    private let storage: UnsafeMutablePointer<Storage>
 
     init(_ value: Value) {
         ForkEpoch.start()
-        lock = .allocate(capacity: 1)
-        lock.initialize(to: sd_thread_lock(word: 0))
-        self.value = value
+        storage = .allocate(capacity: 1)
+        storage.initialize(to: Storage(lock: sd_thread_lock(word: 0), value: value))
     }
 
     deinit {
-        lock.deinitialize(count: 1)
-        lock.deallocate()
+        storage.deinitialize(count: 1)
+        storage.deallocate()
     }
 
     @inline(__always)
     func withLock<R>(_ body: (inout Value) throws -> R) rethrows -> R {
+        let lock = UnsafeMutableRawPointer(storage).assumingMemoryBound(to: sd_thread_lock.self)
         let epoch = sd_thread_lock_acquire(lock)
         defer { sd_thread_lock_release(lock, epoch) }
-        return try body(&value)
+        return try body(&storage.pointee.value)
     }
 }
 
