@@ -24,6 +24,10 @@ public struct SuiteDiagnostic: Sendable, CustomStringConvertible {
         /// because something outside this library wrote implausible values into it
         /// or cut the lock file short. Nothing stored was affected.
         case rebuiltSharedHeader
+        /// The directory of an observed suite was removed: its observers hear nothing
+        /// until a directory is created at the same path, where the suite is then
+        /// observed (reported again when that happens).
+        case directoryReplaced
         /// The kernel's queue of change events overflowed, so events were lost; the
         /// suite caught up from its file, and observers received every change still
         /// in its journal (net changes beyond).

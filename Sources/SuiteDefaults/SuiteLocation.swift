@@ -74,7 +74,6 @@ extension Suite {
         } catch {
             throw SuiteError(error, suite: nil, doing: "list the suite directory")
         }
-        defer { handle.close() }
         let entries: [String]
         do {
             entries = try handle.names()

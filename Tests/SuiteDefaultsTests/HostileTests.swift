@@ -364,6 +364,39 @@ struct HostileTests {
         #expect(try suite.compareAndSet(expected: -0.0, new: 1.0, forKey: "zero") == true)
     }
 
+    // MARK: A watched directory removed and made again
+
+    @Test func observersFollowADirectoryRemovedAndMadeAgain() throws {
+        let place = directory.file("moving")
+        let path = place.standardizedFileURL.path
+        let diagnostics = Locked<[String]>([])
+        let token = SuiteDiagnostics.observe { diagnostic in
+            if diagnostic.directory == path, diagnostic.kind == .directoryReplaced { diagnostics.withLock { $0.append(diagnostic.message) } }
+        }
+        defer { token.cancel() }
+        let suite = try Suite(named: "prefs", directory: place)
+        try suite.set(1, forKey: "k")
+        let changes = ChangeRecorder(), everything = ChangeRecorder()
+        let observation = try suite.observe(keys: ["k"], onChange: changes.handler)
+        let listing = try Suite.observeSuites(in: place, onChange: everything.handler)
+        defer { observation.cancel(); listing.cancel() }
+
+        try FileManager.default.removeItem(at: place)
+        #expect(poll(within: .seconds(30)) { diagnostics.withLock { $0.count } >= 1 }, "the removal is reported")
+        #expect(mkdir(place.path, 0o700) == 0)
+        // Another process writes in the new directory: both observations hear of it.
+        let other = try startWorker("try-set", at: place, suite: "prefs", ["key": "k", "value": "two"])
+        other.expectLine(startingWith: "ok")
+        other.expectSuccess()
+        #expect(changes.wait(for: "k", toBecome: "two"), "\(changes.changes)")
+        let created = try startWorker("try-set", at: place, suite: "created", ["key": "j", "value": "new"])
+        created.expectLine(startingWith: "ok")
+        created.expectSuccess()
+        #expect(everything.wait { $0.contains { $0.suite == "created" && $0.newValue == "new" } }, "\(everything.changes)")
+        #expect(diagnostics.withLock { $0.count } >= 2, "the directory's return is reported too")
+        #expect(suite.string(forKey: "k") == "two")
+    }
+
     // MARK: The lock file cut short
 
     @Test func aLockFileCutShortUnderItsReadersKillsNoOne() throws {

@@ -36,7 +36,6 @@ final class DirectoryObservation: Sendable {
     private let options: Suite.Options
     private let handler: @Sendable (SuiteChange) -> Void
     private let handle: DirectoryHandle
-    private let identity: DirectoryIdentity
     private struct Observed {
         var suites: [String: (suite: Suite, token: SuiteCancellable)] = [:]
         var listener: SuiteCancellable?
@@ -53,18 +52,14 @@ final class DirectoryObservation: Sendable {
         self.handler = handler
         do {
             handle = try DirectoryHandle.open(path: self.directory.filePath)
-            let status = try handle.descriptor.status(path: self.directory.filePath)
-            identity = DirectoryIdentity(device: status.device, inode: status.inode)
         } catch {
             throw SuiteError(error, suite: nil, doing: "watch the suite directory")
         }
     }
 
-    deinit { handle.close() }
-
     func start(includingCurrentValues: Bool) throws {
         // Listen first, then list: a suite created in between is found either way.
-        let listener = try ChangeWatcher.shared.listen(to: identity, path: "/proc/self/fd/\(handle.descriptor.rawValue)") { [weak self] name in
+        let listener = try ChangeWatcher.shared.listen(to: handle) { [weak self] name in
             guard let self else { return }
             opening.async {
                 if let name {

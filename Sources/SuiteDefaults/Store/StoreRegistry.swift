@@ -1,4 +1,3 @@
-
 /// Gives every `Suite` instance of one suite in this process the same `SuiteStore`,
 /// as long as any of them is alive, so they share one cache and one set of files.
 enum StoreRegistry {
@@ -14,22 +13,11 @@ enum StoreRegistry {
 
     static func store(named name: String, directoryPath: String, sharing: Suite.Sharing, lockTimeout: Duration?) throws -> SuiteStore {
         let directory = try SuiteFiles.openDirectory(path: directoryPath, sharing: sharing, suite: name)
-        let status: FileStatus
-        do {
-            status = try directory.descriptor.status(path: directoryPath)
-        } catch {
-            directory.close()
-            throw SuiteError(error, suite: name, doing: "inspect the suite directory")
-        }
-        let identity = DirectoryIdentity(device: status.device, inode: status.inode)
-        let key = "\(status.device):\(status.inode)/\(name)"
-        if let existing = stores.withLock({ $0[key]?.store }) {
-            directory.close()
-            return existing
-        }
+        let key = "\(directory.status.device):\(directory.status.inode)/\(name)"
+        if let existing = stores.withLock({ $0[key]?.store }) { return existing }
         // Opened outside the registry's lock: opening reads the file and may wait for
         // another process's lock.
-        let opened = try SuiteStore(name: name, directory: directory, identity: identity, sharing: sharing, lockTimeout: lockTimeout)
+        let opened = try SuiteStore(name: name, directory: directory, sharing: sharing, lockTimeout: lockTimeout)
         return stores.withLock { stores in
             if let raced = stores[key]?.store { return raced }
             if stores.values.contains(where: { $0.store == nil }) { stores = stores.filter { $0.value.store != nil } }

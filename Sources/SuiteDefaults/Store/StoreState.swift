@@ -59,6 +59,15 @@ final class StoreState: @unchecked Sendable {
         (lockFile, header, writable) = try Self.openLock(files)
     }
 
+    /// A state for files that replaced those of `previous` (its directory was made
+    /// anew): it starts from what `previous` read and keeps its observers, so that
+    /// the first catch-up reports the difference to them.
+    convenience init(files: SuiteFiles, continuing previous: StoreState) throws {
+        try self.init(files: files)
+        contents = previous.contents
+        observers = previous.observers
+    }
+
     /// Opens and maps the lock file.
     static func openLock(_ files: SuiteFiles) throws -> (FileDescriptor?, SharedHeader?, Bool) {
         let lockFile: FileDescriptor, writable: Bool

@@ -45,9 +45,10 @@ struct SuiteFiles {
 
     // MARK: The directory
 
-    /// Opens the suite directory, creating it (and missing parents) when absent.
-    static func openDirectory(path: String, sharing: Suite.Sharing, suite: String?) throws -> DirectoryHandle {
-        try createDirectory(path: path, sharing: sharing, suite: suite)
+    /// Opens the suite directory, creating it (and missing parents) when absent and
+    /// `creating`.
+    static func openDirectory(path: String, sharing: Suite.Sharing, suite: String?, creating: Bool = true) throws -> DirectoryHandle {
+        if creating { try createDirectory(path: path, sharing: sharing, suite: suite) }
         let directory: DirectoryHandle
         do {
             directory = try DirectoryHandle.open(path: path)
@@ -55,9 +56,8 @@ struct SuiteFiles {
             throw SuiteError(error, suite: suite, doing: "open the suite directory")
         }
         do {
-            try checkDirectory(try directory.descriptor.status(path: path), path: path, sharing: sharing, suite: suite)
+            try checkDirectory(directory.status, path: path, sharing: sharing, suite: suite)
         } catch {
-            directory.close()
             throw SuiteError(error, suite: suite, doing: "inspect the suite directory")
         }
         return directory

@@ -13,8 +13,6 @@ final class SuiteStore: Sendable {
     let name: String
     let directoryPath: String
     private let sharing: Suite.Sharing
-    /// Owned by the store for its whole life; every `StoreState` reaches files through it.
-    private let directory: DirectoryHandle
     private let state: Locked<StoreState>
     private let defaults = Locked<[String: SuiteValue]>([:])
     /// The thread inside an `update` block, to catch a block that calls back into
@@ -26,35 +24,19 @@ final class SuiteStore: Sendable {
     /// process that only reads and writes starts no thread for them.
     private let observerQueue = Locked<ObserverQueue?>(nil)
     private let nextObserverID = Atomic<UInt64>(1)
-    /// The directory's device and inode, for the change watcher.
-    let directoryIdentity: DirectoryIdentity
-    /// A path to exactly the directory this store has open, wherever it is now.
-    var watchPath: String { "/proc/self/fd/\(directory.descriptor.rawValue)" }
 
-    /// Takes ownership of `directory`, closing it if the suite cannot be opened.
-    init(name: String, directory: DirectoryHandle, identity: DirectoryIdentity, sharing: Suite.Sharing,
-         lockTimeout: Duration?) throws {
+    init(name: String, directory: DirectoryHandle, sharing: Suite.Sharing, lockTimeout: Duration?) throws {
         self.name = name
         self.directoryPath = directory.path
-        self.directoryIdentity = identity
         self.sharing = sharing
-        self.directory = directory
-        let state: StoreState
-        do {
-            state = try StoreState(files: SuiteFiles(suite: name, directory: directory, sharing: sharing))
-            // Read the suite now, so that a foreign or unreadable file fails the open.
-            try state.refresh(lockTimeout: lockTimeout)
-        } catch {
-            directory.close()
-            throw error
-        }
+        let state = try StoreState(files: SuiteFiles(suite: name, directory: directory, sharing: sharing))
+        // Read the suite now, so that a foreign or unreadable file fails the open.
+        try state.refresh(lockTimeout: lockTimeout)
         let diagnostics = state.pendingDiagnostics
         state.pendingDiagnostics = []
         self.state = Locked(state)
         diagnostics.forEach(SuiteDiagnostics.report)
     }
-
-    deinit { directory.close() }
 
     private static var currentThread: UInt { UInt(bitPattern: Int(bitPattern: UInt(pthread_self()))) }
 
@@ -65,12 +47,26 @@ final class SuiteStore: Sendable {
         }
     }
 
+    /// The directory the suite's files are in now.
+    var directory: DirectoryHandle { state.withLock { $0.files.directory } }
+
     /// The state under the lock; in a forked child, a new state with files of its own.
     private func current(_ state: inout StoreState) throws -> StoreState {
         if state.epoch != ForkEpoch.current {
-            state = try StoreState(files: SuiteFiles(suite: name, directory: directory, sharing: sharing))
+            state = try StoreState(files: SuiteFiles(suite: name, directory: state.files.directory, sharing: sharing))
         }
         return state
+    }
+
+    /// The suite's directory was removed and a directory made at its path: moves to
+    /// the files there, keeping the contents read so far (so that observers hear of
+    /// the difference as net changes) and the observers.
+    func moveToReplacedDirectory() throws {
+        let directory = try SuiteFiles.openDirectory(path: directoryPath, sharing: sharing, suite: name, creating: false)
+        try state.withLock { state in
+            let previous = try current(&state)
+            state = try StoreState(files: SuiteFiles(suite: name, directory: directory, sharing: sharing), continuing: previous)
+        }
     }
 
     /// Runs `body` with the state locked, then reports what it diagnosed. The changes
@@ -338,6 +334,22 @@ final class SuiteStore: Sendable {
                 state.diagnose(.refreshFailed, "Could not read a change of the suite: \(error)")
             }
         }
+    }
+
+    /// Says that the suite's directory was removed.
+    func reportDirectoryRemoved() {
+        SuiteDiagnostics.report(SuiteDiagnostic(
+            kind: .directoryReplaced, suite: name, directory: directoryPath,
+            message: "The suite's directory was removed; its observers hear nothing until a directory is made at \(directoryPath), where the suite is then observed."))
+    }
+
+    /// Says that a directory at the removed one's path was found, and whether the
+    /// suite is observed there.
+    func reportDirectoryReplaced(found: Bool, _ error: (any Error)? = nil) {
+        let message = found
+            ? "A directory was made again at \(directoryPath); the suite is observed there, and its observers received what differs as net changes."
+            : "A directory was made again at \(directoryPath), but the suite cannot be opened there: \(error.map { "\($0)" } ?? "unknown error"); it is not observed any more."
+        SuiteDiagnostics.report(SuiteDiagnostic(kind: .directoryReplaced, suite: name, directory: directoryPath, message: message))
     }
 
     /// Says that change events were lost; the refresh that follows catches up.

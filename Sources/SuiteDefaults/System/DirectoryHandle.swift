@@ -1,16 +1,43 @@
 import Glibc
 
+/// A directory, by device and inode: what one inotify watch covers.
+struct DirectoryIdentity: Hashable, Sendable {
+    var device: UInt64
+    var inode: UInt64
+}
+
 /// An open directory through which every file of a suite is reached with the `*at`
-/// calls, so that a name can never lead out of it.
-struct DirectoryHandle: Sendable {
+/// calls, so that a name can never lead out of it. Closed when the last owner lets
+/// go of it (a store's state, and the state that replaces it after a fork).
+final class DirectoryHandle: Sendable {
     let descriptor: FileDescriptor
-    /// The directory's path, for messages only.
+    /// The directory's path, as it was opened.
     let path: String
+    /// Its status when it was opened.
+    let status: FileStatus
+
+    private init(descriptor: FileDescriptor, path: String, status: FileStatus) {
+        self.descriptor = descriptor
+        self.path = path
+        self.status = status
+    }
 
     static func open(path: String) throws -> DirectoryHandle {
         let fd = try FileDescriptor.open(path, in: nil, flags: O_RDONLY | O_DIRECTORY, pathForErrors: path)
-        return DirectoryHandle(descriptor: fd, path: path)
+        do {
+            return DirectoryHandle(descriptor: fd, path: path, status: try fd.status(path: path))
+        } catch {
+            fd.close()
+            throw error
+        }
     }
+
+    var identity: DirectoryIdentity { DirectoryIdentity(device: status.device, inode: status.inode) }
+
+    deinit { descriptor.close() }
+
+    /// A path to exactly this directory, wherever it is now (for inotify).
+    var procPath: String { "/proc/self/fd/\(descriptor.rawValue)" }
 
     func pathOf(_ name: String) -> String {
         path.hasSuffix("/") ? path + name : path + "/" + name
@@ -73,6 +100,4 @@ struct DirectoryHandle: Sendable {
         }
         return result
     }
-
-    func close() { descriptor.close() }
 }
