@@ -303,8 +303,10 @@ case "fork-observe":
     // Observes, then forks: the child observes for itself and reports the first
     // change of KEY; the parent reports it through its own observation too.
     let key = option("key")
+    let parentReceived = DispatchSemaphore(value: 0)
     let parentToken = try suite.observe(keys: [key]) { change in
         say("parent received \(change.newValue?.description ?? "nil")")
+        parentReceived.signal()
     }
     let pid = fork()
     if pid == 0 {
@@ -321,6 +323,8 @@ case "fork-observe":
     var status: Int32 = 0
     _ = waitpid(pid, &status, 0)
     say("child exited \(status)")
+    // The parent's own observation may hear of the change after the child is gone.
+    _ = parentReceived.wait(timeout: .now() + 60)
     withExtendedLifetime(parentToken) {}
 
 case "hold-lock-spawn":
