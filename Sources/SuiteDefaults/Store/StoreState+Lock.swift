@@ -50,7 +50,9 @@ extension StoreState {
         if status.linkCount == 0 {
             try replaceUnlinkedLockFile()
             try acquireFileLock(kind, timeout: timeout)
-        } else if status.size < SharedHeader.size || header?.page.wasCutShort == true {
+        } else if header?.page.wasCutShort == true || (status.size < SharedHeader.size && (writable || header != nil)) {
+            // (A process that may only read a lock file too short to map reads without
+            // the header, and has nothing to map again.)
             try mapLockFileAgain()
         }
     }
