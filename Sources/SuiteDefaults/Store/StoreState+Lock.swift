@@ -2,99 +2,48 @@ import CSuiteDefaults
 import Glibc
 
 extension StoreState {
-    /// The longest single sleep while waiting for the lock. A release wakes waiters at
-    /// once; this bounds the wait when nothing wakes them: a holder that died (the
-    /// kernel frees its lock, but nobody bumps the futex), or a process that may only
-    /// read the shared page and so cannot ask to be woken.
-    static let longestSleepForLock = Duration.milliseconds(5)
-
-    /// How long a waiter spins, trying again after pauses that double from 1 µs,
-    /// before it goes to sleep. A holder keeps the lock for microseconds, so most
-    /// waits end here; and while nobody sleeps, a release costs no wake-up call. The
-    /// pauses matter: `flock` calls in a tight loop slow down the holder's own.
-    static let spinBeforeSleeping = Duration.microseconds(100)
-
-    /// Runs `body` holding the suite's `flock`, of `kind`, waited for at most
-    /// `timeout` (nil: for as long as it takes).
-    ///
-    /// - Throws: `SuiteError` `.lockTimeout`, naming the holder, when the wait
-    ///   runs out.
-    func withFileLock<R>(_ kind: FileDescriptor.LockKind, timeout: Duration?, _ body: () throws -> R) throws -> R {
+    /// Tries to take the suite's `flock` without waiting; true when it is held now (or
+    /// the suite has no lock file). A lock file that lost its name is followed to
+    /// the new one; one cut short is mapped again.
+    func tryLockFile(_ kind: FileDescriptor.LockKind) throws -> Bool {
         try checkSameProcess()
-        guard lockFile != nil else { return try body() }
+        guard let lockFile else { return true }
         do {
-            try acquireFileLock(kind, timeout: timeout)
+            guard try lockFile.tryLock(kind, path: files.lockPath) else { return false }
+            // A lock on a lock file that lost its name excludes no newcomer, who opens
+            // the new file by that name: follow the name. One that was cut short leaves
+            // the mapped page without a file under it: map it again.
+            let status = try lockFile.status(path: files.lockPath)
+            if status.linkCount == 0 {
+                try replaceUnlinkedLockFile()
+                return try tryLockFile(kind)
+            }
+            if header?.page.wasCutShort == true || (status.size < SharedHeader.size && (writable || header != nil)) {
+                // (A process that may only read a lock file too short to map reads
+                // without the header, and has nothing to map again.)
+                do {
+                    try mapLockFileAgain()
+                } catch {
+                    lockFile.unlock()
+                    throw error
+                }
+            }
+            return true
         } catch let error as SuiteError {
             throw error
         } catch {
             throw files.error(error, doing: "lock the suite")
         }
-        defer { releaseFileLock() }
-        let result = try body()
-        // A SIGBUS during the body means the lock file was cut short under it, so the
-        // header written may have gone to a private page: map the file again, and
-        // let the next reader set it up again from the data file.
-        if header?.page.wasCutShort == true { try? mapLockFileAgain() }
-        return result
     }
 
-    private func acquireFileLock(_ kind: FileDescriptor.LockKind, timeout: Duration?) throws {
-        guard let lockFile else { return }
-        if try !lockFile.tryLock(kind, path: files.lockPath) {
-            try waitForFileLock(kind, timeout: timeout)
-        }
-        // A lock on a lock file that lost its name excludes no newcomer, who opens
-        // the new file by that name: follow the name. One that was cut short leaves
-        // the mapped page without a file under it: map it again.
-        let status = try lockFile.status(path: files.lockPath)
-        if status.linkCount == 0 {
-            try replaceUnlinkedLockFile()
-            try acquireFileLock(kind, timeout: timeout)
-        } else if header?.page.wasCutShort == true || (status.size < SharedHeader.size && (writable || header != nil)) {
-            // (A process that may only read a lock file too short to map reads without
-            // the header, and has nothing to map again.)
-            try mapLockFileAgain()
-        }
-    }
-
-    /// Waits for the lock on the futex in the shared page, which every release bumps
-    /// while someone waits: `flock` itself cannot wait with a deadline.
-    private func waitForFileLock(_ kind: FileDescriptor.LockKind, timeout: Duration?) throws {
-        guard let lockFile else { return }
-        SuiteFaultInjection.reach(.waitingForLock)
-        let start = MonotonicClock.now()
-        var pause = Duration.microseconds(1)
-        while MonotonicClock.now() - start < Self.spinBeforeSleeping {
-            let resume = MonotonicClock.now() + pause
-            while MonotonicClock.now() < resume { sd_cpu_relax() }
-            if try lockFile.tryLock(kind, path: files.lockPath) { return }
-            pause = min(pause * 2, .microseconds(32))
-        }
-        let deadline = timeout.map { start + $0 }
-        // Counted as a waiter before trying again, so a release in between wakes us.
-        let counted = header.map { $0.isWritable && !$0.page.wasCutShort } ?? false
-        if counted, let header { sd_atomic_add_u32(header.waiters, 1) }
-        defer { if counted, let header { sd_atomic_add_u32(header.waiters, UInt32.max) } }
-        while true {
-            let seen = header.map { sd_atomic_load_u32($0.releases) } ?? 0
-            if try lockFile.tryLock(kind, path: files.lockPath) { return }
-            var sleep = Self.longestSleepForLock
-            if let deadline {
-                let remaining = deadline - MonotonicClock.now()
-                guard remaining > .zero else { throw lockTimeoutError(kind, timeout: timeout ?? .zero) }
-                sleep = min(sleep, remaining)
-            }
-            if let header, SharedFutex.wait(on: header.releases, whileEqualTo: seen, timeout: sleep) != .unsupported {
-                continue
-            }
-            var interval = timespec(tv_sec: 0, tv_nsec: Int(sleep.components.attoseconds / 1_000_000_000))
-            nanosleep(&interval, nil)
-        }
-    }
-
-    private func releaseFileLock() {
-        // A forked child never releases what its parent holds through the same file.
+    /// Releases the `flock`, waking a process that sleeps waiting for it. A forked
+    /// child never releases what its parent holds through the same file.
+    func unlockFile() {
         guard let lockFile, epoch == ForkEpoch.current else { return }
+        // A SIGBUS while the lock was held means the lock file was cut short under
+        // it, so what was written to the header may have gone to a private page: map
+        // the file again, so that the next locker sets it up again.
+        if header?.page.wasCutShort == true { try? mapLockFileAgain() }
         lockFile.unlock()
         if let header, header.isWritable, !header.page.wasCutShort, sd_atomic_load_u32(header.waiters) != 0 {
             sd_atomic_add_u32(header.releases, 1)
@@ -102,7 +51,24 @@ extension StoreState {
         }
     }
 
-    private func lockTimeoutError(_ kind: FileDescriptor.LockKind, timeout: Duration) -> SuiteError {
+    /// Whether the lock file still has its name: checked again after a transaction's
+    /// block, which may have run for long while someone deleted it.
+    func lockFileHasName() throws -> Bool {
+        guard let lockFile else { return true }
+        do {
+            return try lockFile.status(path: files.lockPath).linkCount > 0
+        } catch {
+            throw files.error(error, doing: "inspect the suite's lock file")
+        }
+    }
+
+    /// What a process waiting for the lock sleeps on: the shared page (kept alive by
+    /// the reference) and the release count read before its last try.
+    var lockWaitPoint: LockWait.Point {
+        LockWait.Point(page: header?.page, seen: header.map { sd_atomic_load_u32($0.releases) } ?? 0)
+    }
+
+    func lockTimeoutError(_ kind: FileDescriptor.LockKind, waited timeout: Duration) -> SuiteError {
         let holders = (try? lockFile?.status()).flatMap { $0 }.map(LockHolders.pids(holding:)) ?? []
         let others = holders.filter { $0 != getpid() }
         let who = others.isEmpty ? "another process" : "process " + others.map(String.init).joined(separator: ", ")

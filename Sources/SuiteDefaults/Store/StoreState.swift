@@ -59,13 +59,14 @@ final class StoreState: @unchecked Sendable {
         (lockFile, header, writable) = try Self.openLock(files)
     }
 
-    /// A state for files that replaced those of `previous` (its directory was made
-    /// anew): it starts from what `previous` read and keeps its observers, so that
-    /// the first catch-up reports the difference to them.
-    convenience init(files: SuiteFiles, continuing previous: StoreState) throws {
+    /// A state that takes over from `previous`: after a fork (the child's own files),
+    /// or when the suite's directory was made anew. It starts from what `previous`
+    /// read, so that a read that cannot refresh answers with that, and the first
+    /// catch-up reports the difference to the observers it keeps.
+    convenience init(files: SuiteFiles, continuing previous: StoreState, keepingObservers: Bool) throws {
         try self.init(files: files)
         contents = previous.contents
-        observers = previous.observers
+        if keepingObservers { observers = previous.observers }
     }
 
     /// Opens and maps the lock file.
@@ -118,25 +119,6 @@ final class StoreState: @unchecked Sendable {
     var isFresh: Bool {
         guard let header, view.isLoaded else { return false }
         return header.generation == view.generation
-    }
-
-    /// Brings `contents` up to the committed state, taking the shared lock, and the
-    /// exclusive lock when a repair turns out to be needed.
-    func refresh(lockTimeout: Duration?) throws {
-        if isFresh { return }
-        var kind = FileDescriptor.LockKind.shared
-        while true {
-            do {
-                try withFileLock(kind, timeout: lockTimeout) { try catchUp(exclusive: kind == .exclusive) }
-                return
-            } catch is NeedsExclusiveLock {
-                guard writable else {
-                    try withFileLock(.shared, timeout: lockTimeout) { try loadWithoutRepair() }
-                    return
-                }
-                kind = .exclusive
-            }
-        }
     }
 
     /// Under the lock: reads whatever was committed since the last catch-up.
@@ -310,7 +292,7 @@ final class StoreState: @unchecked Sendable {
     /// For a suite this process may only read: reads the whole file without repairing
     /// anything, keeping every record that verifies. Without a lock file, the file is
     /// read again only when it changed (another inode or size), which a `stat` tells.
-    private func loadWithoutRepair() throws {
+    func loadWithoutRepair() throws {
         guard let (descriptor, status) = try files.openDataFile(writable: false) else {
             replaceContents(with: SuiteContents())
             view = View(generation: header?.generation ?? 0, isLoaded: header != nil)

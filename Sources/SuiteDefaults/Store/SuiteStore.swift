@@ -29,13 +29,9 @@ final class SuiteStore: Sendable {
         self.name = name
         self.directoryPath = directory.path
         self.sharing = sharing
-        let state = try StoreState(files: SuiteFiles(suite: name, directory: directory, sharing: sharing))
+        self.state = Locked(try StoreState(files: SuiteFiles(suite: name, directory: directory, sharing: sharing)))
         // Read the suite now, so that a foreign or unreadable file fails the open.
-        try state.refresh(lockTimeout: lockTimeout)
-        let diagnostics = state.pendingDiagnostics
-        state.pendingDiagnostics = []
-        self.state = Locked(state)
-        diagnostics.forEach(SuiteDiagnostics.report)
+        try refresh(lockTimeout: lockTimeout)
     }
 
     private static var currentThread: UInt { UInt(bitPattern: Int(bitPattern: UInt(pthread_self()))) }
@@ -50,10 +46,13 @@ final class SuiteStore: Sendable {
     /// The directory the suite's files are in now.
     var directory: DirectoryHandle { state.withLock { $0.files.directory } }
 
-    /// The state under the lock; in a forked child, a new state with files of its own.
+    /// The state under the lock; in a forked child, a new state with files of its own
+    /// (starting from what the parent had read, so that a read that cannot refresh
+    /// answers with that rather than with nothing).
     private func current(_ state: inout StoreState) throws -> StoreState {
         if state.epoch != ForkEpoch.current {
-            state = try StoreState(files: SuiteFiles(suite: name, directory: state.files.directory, sharing: sharing))
+            state = try StoreState(files: SuiteFiles(suite: name, directory: state.files.directory, sharing: sharing),
+                                   continuing: state, keepingObservers: false)
         }
         return state
     }
@@ -65,7 +64,8 @@ final class SuiteStore: Sendable {
         let directory = try SuiteFiles.openDirectory(path: directoryPath, sharing: sharing, suite: name, creating: false)
         try state.withLock { state in
             let previous = try current(&state)
-            state = try StoreState(files: SuiteFiles(suite: name, directory: directory, sharing: sharing), continuing: previous)
+            state = try StoreState(files: SuiteFiles(suite: name, directory: directory, sharing: sharing),
+                                   continuing: previous, keepingObservers: true)
         }
     }
 
@@ -116,36 +116,89 @@ final class SuiteStore: Sendable {
             return true
         }
         if fresh, let result { return result }
-        var contents: SuiteContents?
+        var failure: (any Error)?
         do {
-            try withState { state in
-                defer { contents = state.contents }
-                do {
-                    try state.refresh(lockTimeout: lockTimeout)
-                    state.lastRefreshFailure = nil
-                } catch {
-                    let message = "\(error)"
+            try refresh(lockTimeout: lockTimeout)
+        } catch {
+            failure = error
+        }
+        do {
+            return try withState { state in
+                if let failure {
+                    let message = "\(failure)"
                     if state.lastRefreshFailure != message {
                         state.lastRefreshFailure = message
                         state.diagnose(.refreshFailed, "Could not read the latest state; answering from the state read before: \(message)")
                     }
+                } else {
+                    state.lastRefreshFailure = nil
                 }
+                return body(state.contents)
             }
         } catch {
             // Only a forked child that cannot open the files again lands here.
             SuiteDiagnostics.report(SuiteDiagnostic(kind: .refreshFailed, suite: name, directory: directoryPath,
                                                     message: "Could not open the suite's files again after fork: \(error)"))
+            return body(SuiteContents())
         }
-        return body(contents ?? SuiteContents())
     }
 
     /// Refreshes, throwing what a read would only report.
     func reload(lockTimeout: Duration?) throws {
-        try withState { state in
+        do {
+            try refresh(lockTimeout: lockTimeout)
+        } catch {
+            throw SuiteError(error, suite: name, doing: "read the suite")
+        }
+    }
+
+    /// Brings the contents up to the committed state, under the shared lock, and
+    /// under the exclusive lock when a repair turns out to be needed.
+    private func refresh(lockTimeout: Duration?) throws {
+        var kind = FileDescriptor.LockKind.shared
+        while true {
             do {
-                try state.refresh(lockTimeout: lockTimeout)
-            } catch {
-                throw SuiteError(error, suite: name, doing: "read the suite")
+                try withFileLocked(kind, timeout: lockTimeout, unlessFresh: ()) { state in
+                    try state.catchUp(exclusive: kind == .exclusive)
+                }
+                return
+            } catch is NeedsExclusiveLock {
+                guard try withState({ $0.writable }) else {
+                    try withFileLocked(.shared, timeout: lockTimeout) { try $0.loadWithoutRepair() }
+                    return
+                }
+                kind = .exclusive
+            }
+        }
+    }
+
+    /// Runs `body` holding the suite's file lock of `kind`, and the state's lock, both
+    /// released between attempts: a thread that waits for another process keeps no
+    /// other thread of its process from reading. With `unlessFresh`, returns it
+    /// without locking the file when the state is fresh.
+    ///
+    /// - Throws: `SuiteError` `.lockTimeout`, naming the holder, once `timeout` has
+    ///   passed (nil: waits as long as it takes).
+    private func withFileLocked<R>(_ kind: FileDescriptor.LockKind, timeout: Duration?, unlessFresh freshResult: R? = nil,
+                                   _ body: (StoreState) throws -> R) throws -> R {
+        var wait = LockWait(timeout: timeout)
+        defer { wait.finish() }
+        while true {
+            var result: R?
+            let point = try withState { state -> LockWait.Point? in
+                if let freshResult, state.isFresh {
+                    result = freshResult
+                    return nil
+                }
+                let point = state.lockWaitPoint
+                guard try state.tryLockFile(kind) else { return point }
+                defer { state.unlockFile() }
+                result = try body(state)
+                return nil
+            }
+            if let result { return result }
+            guard let point, wait.pause(after: point) else {
+                throw try withState { $0.lockTimeoutError(kind, waited: timeout ?? .zero) }
             }
         }
     }
@@ -169,17 +222,15 @@ final class SuiteStore: Sendable {
     /// Commits operations built outside any lock, dropping those that change nothing
     /// (as stored: `-0.0` over `0.0` is a change).
     func commit(_ operations: [Operation], durability: Suite.Durability, options: Suite.Options) throws {
-        try withState { state in
-            try exclusively(state, options: options) {
-                let changing = operations.filter { operation in
-                    switch operation {
-                    case .set(let key, let value, _): !state.contents[key].isStored(identicallyTo: value)
-                    case .remove(let key): state.contents[key] != nil
-                    case .removeAll: state.contents.count > 0
-                    }
+        try exclusively(options: options) { state in
+            let changing = operations.filter { operation in
+                switch operation {
+                case .set(let key, let value, _): !state.contents[key].isStored(identicallyTo: value)
+                case .remove(let key): state.contents[key] != nil
+                case .removeAll: state.contents.count > 0
                 }
-                try state.commit(changing, durability: durability, options: options)
             }
+            try state.commit(changing, durability: durability, options: options)
         }
     }
 
@@ -188,59 +239,60 @@ final class SuiteStore: Sendable {
         durability: Suite.Durability, options: Suite.Options, _ body: (SuiteTransaction) throws -> R
     ) throws -> R {
         let defaults = registeredDefaults
-        return try withState { state in
-            try exclusively(state, options: options) {
-                let transaction = SuiteTransaction(suite: name, base: state.contents, defaults: defaults,
-                                                   maximumValueSize: options.maximumValueSize)
-                let result: R
-                do {
-                    transactionEpoch.store(ForkEpoch.current, ordering: .relaxed)
-                    transactionThread.store(Self.currentThread, ordering: .relaxed)
-                    defer { transactionThread.store(0, ordering: .relaxed) }
-                    result = try body(transaction)
-                } catch {
-                    transaction.abandon()
-                    throw error
-                }
-                try state.commit(transaction.finish(), durability: durability, options: options)
-                return result
+        return try exclusively(options: options) { state in
+            let transaction = SuiteTransaction(suite: name, base: state.contents, defaults: defaults,
+                                               maximumValueSize: options.maximumValueSize)
+            let result: R
+            do {
+                transactionEpoch.store(ForkEpoch.current, ordering: .relaxed)
+                transactionThread.store(Self.currentThread, ordering: .relaxed)
+                defer { transactionThread.store(0, ordering: .relaxed) }
+                result = try body(transaction)
+            } catch {
+                transaction.abandon()
+                throw error
             }
+            let operations = transaction.finish()
+            // The block may have run for long: if the lock file was deleted meanwhile,
+            // another process may hold the new one, and the two would write at once.
+            guard try operations.isEmpty || state.lockFileHasName() else {
+                throw SuiteError(.ioFailure, suite: name, path: directoryPath,
+                                 message: "The suite's lock file was deleted while the transaction ran, so another process could be writing at the same time; nothing was written. Try again.")
+            }
+            try state.commit(operations, durability: durability, options: options)
+            return result
         }
     }
 
     /// Compacts the journal now, whatever its size.
     func compact(options: Suite.Options) throws {
-        try withState { state in
-            try exclusively(state, options: options) {
-                try state.compact(durable: options.durability == .durable, historyLimit: options.changeHistorySize)
-            }
+        try exclusively(options: options) { state in
+            try state.compact(durable: options.durability == .durable, historyLimit: options.changeHistorySize)
         }
     }
 
     /// Makes every committed write durable.
     func flush(lockTimeout: Duration?) throws {
-        try withState { state in
-            try state.withFileLock(.shared, timeout: lockTimeout) {
-                do {
-                    try state.catchUp(exclusive: false)
-                } catch is NeedsExclusiveLock {
-                    // A repair is due; the next write makes it. What is on disk is synced as it is.
-                }
-                try state.synchronizeToDisk()
+        try withFileLocked(.shared, timeout: lockTimeout) { state in
+            do {
+                try state.catchUp(exclusive: false)
+            } catch is NeedsExclusiveLock {
+                // A repair is due; the next write makes it. What is on disk is synced as it is.
             }
+            try state.synchronizeToDisk()
         }
     }
 
     /// Takes the exclusive lock and catches up: the start of every write.
-    private func exclusively<R>(_ state: StoreState, options: Suite.Options, _ body: () throws -> R) throws -> R {
-        guard state.writable else {
+    private func exclusively<R>(options: Suite.Options, _ body: (StoreState) throws -> R) throws -> R {
+        guard try withState({ $0.writable }) else {
             throw SuiteError(.readOnly, suite: name, path: directoryPath,
                              message: "This process may only read the suite (its files or directory are not writable).")
         }
-        return try state.withFileLock(.exclusive, timeout: options.lockTimeout) {
+        return try withFileLocked(.exclusive, timeout: options.lockTimeout) { state in
             do {
                 try state.catchUp(exclusive: true)
-                return try body()
+                return try body(state)
             } catch let error as SuiteError {
                 throw error
             } catch is NeedsExclusiveLock {
@@ -271,12 +323,12 @@ final class SuiteStore: Sendable {
         try ChangeWatcher.shared.watch(self)
         let sink = ObserverSink(keys: keys, handler: handler)
         let id = nextObserverID.wrappingAdd(1, ordering: .relaxed).oldValue
+        // Catch up first: what was committed before this point is not a change to
+        // this observer, and earlier observers receive it before anything below.
+        try? refresh(lockTimeout: lockTimeout)
         do {
             try withState { state in
-                // Catch up first: what was committed before this point is not a change to
-                // this observer, and earlier observers receive it before anything below.
-                try? state.refresh(lockTimeout: lockTimeout)
-                deliverPendingChanges(state)
+                try? state.catchUp(exclusive: false)
                 if let kind = initialValues {
                     let now = Date()
                     let contents = state.contents
@@ -326,13 +378,12 @@ final class SuiteStore: Sendable {
     }
 
     private func refreshForObservers() {
-        try? withState { state in
-            do {
-                // Waits as long as it takes: a watcher has nobody to report a timeout to.
-                try state.refresh(lockTimeout: nil)
-            } catch {
-                state.diagnose(.refreshFailed, "Could not read a change of the suite: \(error)")
-            }
+        do {
+            // Waits as long as it takes, without keeping the process's other threads
+            // from reading: a watcher has nobody to report a timeout to.
+            try refresh(lockTimeout: nil)
+        } catch {
+            try? withState { $0.diagnose(.refreshFailed, "Could not read a change of the suite: \(error)") }
         }
     }
 

@@ -1,0 +1,90 @@
+import CSuiteDefaults
+import Glibc
+
+/// One wait for a suite's file lock, with a deadline. `flock` itself cannot wait with
+/// one, so the lock is only ever asked for without waiting, and between attempts the
+/// waiter pauses here, holding none of the store's locks, so that the other threads of
+/// its process go on reading meanwhile.
+///
+/// It spins first, pausing between attempts for times that double from 1 µs: a holder
+/// keeps the lock for microseconds, so most waits end there, and while nobody sleeps
+/// a release costs no wake-up call (the pauses matter: `flock` calls in a tight loop
+/// slow the holder's own). Then it counts itself a waiter in the shared page and
+/// sleeps on the futex there, which a release bumps, at most 5 ms at a time: a holder
+/// that died frees its lock but bumps nothing, and a process that may only read the
+/// page cannot count itself.
+struct LockWait {
+    static let spinning = Duration.microseconds(100)
+    static let longestSleep = Duration.milliseconds(5)
+
+    /// Where the last attempt left off: the shared page and its release count then.
+    struct Point {
+        var page: MappedPage?
+        var seen: UInt32
+    }
+
+    private let start = MonotonicClock.now()
+    private let timeout: Duration?
+    private var pause = Duration.microseconds(1)
+    private var counted: MappedPage?
+    private var started = false
+
+    init(timeout: Duration?) {
+        self.timeout = timeout
+    }
+
+    /// Pauses before the next attempt; false when the deadline has passed.
+    mutating func pause(after point: Point) -> Bool {
+        if !started {
+            started = true
+            SuiteFaultInjection.reach(.waitingForLock)
+        }
+        let now = MonotonicClock.now()
+        var remaining = Self.longestSleep
+        if let timeout {
+            let left = start + timeout - now
+            guard left > .zero else { return false }
+            remaining = min(remaining, left)
+        }
+        if now - start < Self.spinning {
+            let resume = now + min(pause, remaining)
+            while MonotonicClock.now() < resume { sd_cpu_relax() }
+            pause = min(pause * 2, .microseconds(32))
+            return true
+        }
+        guard let page = point.page else {
+            sleep(remaining)
+            return true
+        }
+        if counted == nil, page.isWritable, !page.wasCutShort {
+            // Counted before the next attempt, so that a release after it wakes us.
+            sd_atomic_add_u32(Self.waiters(page), 1)
+            counted = page
+            return true
+        }
+        if SharedFutex.wait(on: Self.releases(page), whileEqualTo: point.seen, timeout: remaining) == .unsupported {
+            sleep(remaining)
+        }
+        return true
+    }
+
+    /// Stops counting this waiter.
+    mutating func finish() {
+        if let counted, !counted.wasCutShort { sd_atomic_add_u32(Self.waiters(counted), UInt32.max) }
+        counted = nil
+    }
+
+    private func sleep(_ duration: Duration) {
+        var interval = timespec(tv_sec: Int(duration.components.seconds),
+                                tv_nsec: Int(duration.components.attoseconds / 1_000_000_000))
+        nanosleep(&interval, nil)
+    }
+
+    private static func releases(_ page: MappedPage) -> UnsafeMutablePointer<UInt32> {
+        SharedHeader(page: page).releases
+    }
+
+    private static func waiters(_ page: MappedPage) -> UnsafeMutablePointer<UInt32> {
+        SharedHeader(page: page).waiters
+    }
+}
