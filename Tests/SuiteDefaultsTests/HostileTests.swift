@@ -92,6 +92,20 @@ struct HostileTests {
         writer.expectSuccess()
     }
 
+    @Test func aForkedChildDoesNotKeepItsParentsLockAlive() throws {
+        try Suite(named: "bystander", directory: directory.url).set(0, forKey: "k")
+        let holder = try startWorker("fork-then-hold", in: directory, suite: "bystander")
+        let child = holder.expectLine(startingWith: "child ").flatMap { pid_t($0.dropFirst("child ".count)) }
+        defer { if let child { Glibc.kill(child, SIGKILL) } }
+        holder.expectLine(startingWith: "holding")
+        holder.kill()
+        // The child, which never used the suite, still runs; the lock died with its holder.
+        if let child { #expect(Glibc.kill(child, 0) == 0) }
+        let writer = try startWorker("try-set", in: directory, suite: "bystander", ["key": "k", "value": "free", "lock-timeout-ms": "2000"])
+        writer.expectLine(startingWith: "ok")
+        writer.expectSuccess()
+    }
+
     // MARK: Full disk
 
     @Test(.enabled(if: geteuid() == 0, "mounting a small tmpfs needs root"))

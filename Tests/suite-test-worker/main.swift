@@ -346,6 +346,23 @@ case "hold-lock-spawn":
         forever()
     }
 
+case "fork-then-hold":
+    // Forks a child that never uses the suite and only waits, reports its pid, then
+    // takes the suite's lock inside a transaction and keeps it until killed.
+    let pid = fork()
+    if pid == 0 {
+        // Off the test's pipes, so that they end with the parent.
+        let null = open("/dev/null", O_RDWR)
+        for stream in 0...2 { dup2(null, Int32(stream)) }
+        forever()
+    }
+    say("child \(pid)")
+    try? suite.update { tx in
+        try tx.set("held", forKey: "holder")
+        say("holding")
+        forever()
+    }
+
 case "hostile-check":
     // Reads KEY (reporting its value), writes KEY2 = VALUE and reads it back.
     let before = suite.storedValue(forKey: option("key"))

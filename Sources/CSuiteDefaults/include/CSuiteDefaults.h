@@ -53,6 +53,12 @@ static inline uint32_t sd_fork_epoch(void) {
 /// Registers the fork handler that counts epochs; idempotent and cheap to repeat.
 void sd_fork_epoch_start(void);
 
+/// Registers a descriptor that may carry a suite's flock, so that a forked child does
+/// not keep it (the fork handler puts /dev/null in its place in the child). Returns a
+/// registration number, or -1 when none is free. Remove it before closing it.
+int sd_lock_descriptor_add(int descriptor);
+void sd_lock_descriptor_remove(int registration);
+
 /// Names the calling thread (at most 15 bytes are kept), for debuggers and `ps`.
 void sd_name_current_thread(const char *name);
 
@@ -117,7 +123,7 @@ void sd_futex_wake_shared(uint32_t *word, int count);
 /// Registers a mapped page so that a SIGBUS on it (its file was truncated under the
 /// mapping) replaces it with a private zero page instead of killing the process, and
 /// marks the registration. Installs the SIGBUS handler on first use, chaining to the
-/// one before it. Returns a registration number, or -1 when none is free.
+/// one before it. Returns a registration number, or -1 when no memory is left for one.
 int sd_bus_guard_add(void *page);
 
 /// Whether a SIGBUS replaced the page since it was registered.

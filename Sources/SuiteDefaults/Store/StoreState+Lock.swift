@@ -83,8 +83,7 @@ extension StoreState {
         if writable, let header, !header.page.wasCutShort { header.publish(generation: header.generation &+ 2) }
         let (newLock, newHeader, newWritable) = try Self.openLock(files)
         lockFile?.unlock()
-        lockFile?.close()
-        lockFile = newLock
+        adoptLockFile(newLock)
         header = newHeader
         writable = newWritable
         view.isLoaded = false

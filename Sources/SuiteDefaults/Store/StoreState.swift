@@ -1,3 +1,4 @@
+import CSuiteDefaults
 import Foundation
 import Glibc
 
@@ -16,8 +17,11 @@ final class StoreState: @unchecked Sendable {
     let files: SuiteFiles
     // Set when the suite is opened, and again only by the lock code (when the lock
     // file was replaced or cut short under this process).
-    /// Nil when this process can open no lock file: it reads without locks.
-    var lockFile: FileDescriptor?
+    /// Nil when this process can open no lock file: it reads without locks. Replace
+    /// it only with `adoptLockFile(_:)`.
+    private(set) var lockFile: FileDescriptor?
+    /// The lock file's registration for a forked child to drop (`sd_lock_descriptor_add`).
+    private var lockRegistration: Int32 = -1
     /// Nil when there is no lock file, or a read-only one too short to map.
     var header: SharedHeader?
     var writable: Bool
@@ -56,7 +60,21 @@ final class StoreState: @unchecked Sendable {
 
     init(files: SuiteFiles) throws {
         self.files = files
-        (lockFile, header, writable) = try Self.openLock(files)
+        let opened = try Self.openLock(files)
+        (header, writable) = (opened.1, opened.2)
+        adoptLockFile(opened.0)
+    }
+
+    /// Closes the lock file this state has, if any, and takes `new` in its place.
+    func adoptLockFile(_ new: FileDescriptor?) {
+        if let lockFile {
+            // Forgotten before it is closed, so that a fork cannot replace another file
+            // that takes its number.
+            sd_lock_descriptor_remove(lockRegistration)
+            lockFile.close()
+        }
+        lockFile = new
+        lockRegistration = new.map { sd_lock_descriptor_add($0.rawValue) } ?? -1
     }
 
     /// A state that takes over from `previous`: after a fork (the child's own files),
@@ -94,7 +112,7 @@ final class StoreState: @unchecked Sendable {
         // Closing never releases a lock that a parent process holds through the same
         // open file description: the parent's descriptor keeps it.
         dataFile?.close()
-        lockFile?.close()
+        adoptLockFile(nil)
     }
 
     var suite: String { files.suite }
