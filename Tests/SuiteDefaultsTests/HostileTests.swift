@@ -299,6 +299,46 @@ struct HostileTests {
         #expect(suite.string(forKey: "k") == "v3")
     }
 
+    @Test func aReadGoesOnWhileThisProcessWaitsForAStoppedHolder() throws {
+        // An observer's catch-up waits for the lock as long as it takes; the process's
+        // reads wait no longer than their own timeout meanwhile.
+        let suite = try Suite(named: "waiting", directory: directory.url, options: .init(lockTimeout: .milliseconds(300)))
+        try suite.set("v1", forKey: "k")
+        let token = try suite.observe { _ in }
+        defer { token.cancel() }
+        let writer = try startWorker("pause", in: directory, suite: "waiting", ["point": "recordWritten", "key": "k", "value": "v2"])
+        writer.expectLine(startingWith: "paused")
+        defer { _ = writer.kill() }
+        let answered = DispatchSemaphore(value: 0)
+        let value = Locked<String?>(nil)
+        Thread {
+            value.withLock { $0 = suite.string(forKey: "k") }
+            answered.signal()
+        }.start()
+        #expect(answered.wait(timeout: .now() + 30) == .success, "the read waited for the stopped holder")
+        #expect(value.withLock { $0 } == "v1")
+    }
+
+    @Test func aTransactionWhoseLockFileIsDeletedWritesNothing() throws {
+        let suite = try Suite(named: "deleted", directory: directory.url)
+        try suite.set("1", forKey: "base")
+        let error = #expect(throws: SuiteError.self) {
+            try suite.update { tx in
+                try tx.set("yes", forKey: "slow")
+                // Deleted under the holder: a newcomer makes a new lock file, takes it
+                // and writes, while this transaction still runs.
+                #expect(unlink(directory.file("deleted.suite.lock").path) == 0)
+                let other = try startWorker("try-set", in: directory, suite: "deleted", ["key": "other", "value": "2", "lock-timeout-ms": "500"])
+                other.expectLine(startingWith: "ok")
+                other.expectSuccess()
+            }
+        }
+        #expect(error?.code == .ioFailure)
+        let lines = try outcome("get", suite: "deleted", ["key": "other"])
+        #expect(lines.contains("value \"2\""), "the newcomer's acknowledged write is kept: \(lines)")
+        #expect(try outcome("get", suite: "deleted", ["key": "slow"]).contains("absent"))
+    }
+
     // MARK: Repair
 
     @Test func aSuiteWithALongNameCanBeRepaired() throws {
@@ -335,6 +375,54 @@ struct HostileTests {
         #expect(reported.count == 3)
         #expect(Set(reported.map { URL(fileURLWithPath: $0).lastPathComponent }) == Set(kept), "every diagnostic names a copy that is there")
         #expect(kept.count == 3, "\(kept)")
+    }
+
+    @Test func findingTheNextRecordAfterDamageIsNotQuadratic() throws {
+        // A file of record headers with large lengths at every record: looking for the
+        // next record after damage would checksum megabytes at each one.
+        var bytes = DataFileHeader.magic + [UInt8](repeating: 0, count: 24)
+        let size = 8 << 20
+        var unit = RecordFormat.magicBytes
+        withUnsafeBytes(of: UInt32(size / 2).littleEndian) { unit += $0 }
+        unit += [UInt8](repeating: 0, count: 20) + [1, 0, 0, 0]
+        while bytes.count < size { bytes += unit }
+        try directory.write(bytes, to: "crafted.suite")
+        let worker = try startWorker("get", in: directory, suite: "crafted", ["key": "k"])
+        worker.expectLine(startingWith: "absent", within: .seconds(120))
+        worker.expectSuccess(within: .seconds(120))
+    }
+
+    @Test func aSequenceNumberTheHeaderAcceptsKeepsItAccepted() throws {
+        let suite = try Suite(named: "numbered", directory: directory.url)
+        try suite.set("kept", forKey: "k")
+        poke((1 << 61), at: 40, of: "numbered")
+        #expect(try outcome("try-set", suite: "numbered", ["key": "a", "value": "1"]).contains("ok"))
+        let after = try outcome("try-set", suite: "numbered", ["key": "b", "value": "2"])
+        #expect(after.contains("ok") && !after.contains("diagnostic rebuiltSharedHeader"), "\(after)")
+        poke(FormatLimits.maximumSequence, at: 40, of: "numbered")
+        #expect(try outcome("try-set", suite: "numbered", ["key": "c", "value": "3"]).contains("ok"), "no header can use the numbers up")
+    }
+
+    @Test func aFileSizeLimitBelowAPageIsNoSpaceNotADeath() throws {
+        let lines = try outcome("try-set", suite: "limited", ["key": "k", "value": "v", "file-size-limit-strict": "2048"])
+        #expect(lines.contains { $0.hasPrefix("error noSpace") }, "\(lines)")
+    }
+
+    @Test func moreSuitesThanTheFirstGuardTableHoldsAreGuarded() throws {
+        let lines = try outcome("many-open", suite: "unused", ["count": "4200"])
+        #expect(lines.contains("read kept of 4200"), "\(lines)")
+    }
+
+    @Test func aForkedChildThatCannotRefreshAnswersWithItsParentsState() throws {
+        try Suite(named: "cached", directory: directory.url).set("parent's", forKey: "k")
+        let lines = try outcome("fork-read-while-held", suite: "cached", ["key": "k", "lock-timeout-ms": "300"])
+        #expect(lines.contains("child read \"parent's\""), "\(lines)")
+    }
+
+    @Test func aDirectoryOrSocketAtTheSuitesNameIsAForeignFile() throws {
+        #expect(mkdir(directory.file("dir.suite").path, 0o700) == 0)
+        let error = #expect(throws: SuiteError.self) { try Suite(named: "dir", directory: directory.url) }
+        #expect(error?.code == .foreignFile)
     }
 
     // MARK: Unicode and bytes

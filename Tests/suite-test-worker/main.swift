@@ -82,6 +82,11 @@ if let limit = options["file-size-limit"].flatMap(Int.init) {
     var bound = rlimit(rlim_cur: rlim_t(limit), rlim_max: rlim_t(limit))
     guard setrlimit(Int32(RLIMIT_FSIZE.rawValue), &bound) == 0 else { fail("setrlimit failed") }
 }
+if let limit = options["file-size-limit-strict"].flatMap(Int.init) {
+    // As file-size-limit, but SIGXFSZ keeps its default action (death).
+    var bound = rlimit(rlim_cur: rlim_t(limit), rlim_max: rlim_t(limit))
+    guard setrlimit(Int32(RLIMIT_FSIZE.rawValue), &bound) == 0 else { fail("setrlimit failed") }
+}
 if let uid = options["as-uid"].flatMap(UInt32.init) {
     guard setgroups(0, nil) == 0, setgid(uid) == 0, setuid(uid) == 0 else { fail("cannot become uid \(uid)") }
 }
@@ -362,6 +367,49 @@ case "fork-then-hold":
         say("holding")
         forever()
     }
+
+case "fork-read-while-held":
+    // Another thread holds the lock inside a transaction; this one forks, and the
+    // child, which cannot get the lock, reads KEY: from what its parent had read.
+    let key = option("key")
+    _ = suite.storedValue(forKey: key)
+    let inside = DispatchSemaphore(value: 0)
+    Thread {
+        try? suite.update { tx in
+            try tx.set("never", forKey: "holder")
+            inside.signal()
+            forever()
+        }
+    }.start()
+    inside.wait()
+    let pid = fork()
+    if pid == 0 {
+        say("child read \(suite.storedValue(forKey: key)?.description ?? "absent")")
+        _exit(0)
+    }
+    var status: Int32 = 0
+    _ = waitpid(pid, &status, 0)
+    say("child exited \(status)")
+    _exit(0)
+
+case "many-open":
+    // Opens COUNT suites, cuts the last one's lock file short, and reads it.
+    let count = number("count")
+    var files = rlimit()
+    getrlimit(Int32(RLIMIT_NOFILE.rawValue), &files)
+    files.rlim_cur = max(files.rlim_cur, rlim_t(4 * count + 100))
+    if files.rlim_max < files.rlim_cur { files.rlim_max = files.rlim_cur }
+    guard setrlimit(Int32(RLIMIT_NOFILE.rawValue), &files) == 0 else { fail("cannot raise the descriptor limit") }
+    let directory = URL(fileURLWithPath: option("dir"))
+    var suites: [Suite] = []
+    do {
+        for index in 0..<count { suites.append(try Suite(named: "many\(index)", directory: directory)) }
+        try suites.last!.set("kept", forKey: "k")
+    } catch {
+        fail("open: \(error)")
+    }
+    guard truncate(suites.last!.lockFileURL.path, 0) == 0 else { fail("truncate") }
+    say("read \(suites.last!.string(forKey: "k") ?? "absent") of \(suites.count)")
 
 case "hostile-check":
     // Reads KEY (reporting its value), writes KEY2 = VALUE and reads it back.

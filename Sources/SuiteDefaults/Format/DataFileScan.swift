@@ -42,6 +42,10 @@ struct DataFileScan {
     ///   when it can be trusted. Anything unreadable before it is damage, never a torn tail.
     static func scan(_ buffer: UnsafeRawBufferPointer, committedLength: Int?) throws(Refusal) -> DataFileScan {
         var scan = DataFileScan()
+        // Looking for the next record after damage checksums every candidate; a file
+        // crafted with a record magic at every byte would make that quadratic. Past
+        // this much checksumming, the rest of the file counts as unreadable.
+        var budget = 8 * buffer.count + (1 << 20)
         var offset: Int
         switch DataFileHeader.decode(buffer) {
         case .valid(let fileID):
@@ -55,7 +59,7 @@ struct DataFileScan {
         case .foreign:
             // A suite file whose first bytes were hit is still ours if records follow;
             // a file with no record at all belongs to someone else.
-            guard let first = nextRecord(in: buffer, after: 0) else { throw .foreign }
+            guard let first = nextRecord(in: buffer, after: 0, budget: &budget) else { throw .foreign }
             scan.note(FormatError(reason: "file header is missing or overwritten", offset: 0))
             scan.unreadableBytes += first
             offset = first
@@ -76,7 +80,7 @@ struct DataFileScan {
                 case .incomplete: problem = FormatError(reason: "record cut short", offset: offset)
                 case .record: problem = FormatError(reason: "record out of sequence", offset: offset)
                 }
-                if let next = nextRecord(in: buffer, after: offset) {
+                if let next = nextRecord(in: buffer, after: offset, budget: &budget) {
                     scan.note(problem)
                     scan.unreadableBytes += next - offset
                     clean = false
@@ -105,15 +109,21 @@ struct DataFileScan {
         verdict = .damaged
     }
 
-    /// The offset of the next record after `offset` that verifies, if any.
-    static func nextRecord(in buffer: UnsafeRawBufferPointer, after offset: Int) -> Int? {
+    /// The offset of the next record after `offset` that verifies, if any, spending
+    /// at most `budget` bytes of checksumming on candidates.
+    static func nextRecord(in buffer: UnsafeRawBufferPointer, after offset: Int, budget: inout Int) -> Int? {
         let magic = RecordFormat.magicBytes
         var candidate = offset + 1
         while candidate + RecordFormat.overhead <= buffer.count {
             if buffer[candidate] == magic[0], buffer[candidate + 1] == magic[1],
                buffer[candidate + 2] == magic[2], buffer[candidate + 3] == magic[3],
-               case .record = RecordFormat.parse(buffer, at: candidate, limit: buffer.count) {
-                return candidate
+               RecordFormat.headerProblem(buffer, at: candidate) == nil {
+                let length = Int(UInt32(littleEndian: buffer.loadUnaligned(fromByteOffset: candidate + 4, as: UInt32.self)))
+                if candidate + RecordFormat.overhead + length <= buffer.count {
+                    budget -= RecordFormat.overhead + length
+                    if budget < 0 { return nil }
+                    if case .record = RecordFormat.parse(buffer, at: candidate, limit: buffer.count) { return candidate }
+                }
             }
             candidate += 1
         }

@@ -106,6 +106,8 @@ enum RecordFormat {
         let payloadLength = Int(buffer.loadUnaligned(fromByteOffset: offset + 4, as: UInt32.self).littleEndian)
         let end = offset + overhead + payloadLength
         if end > limit { return .incomplete }
+        // The checks that need no checksum first: the checksum costs the whole record.
+        if let problem = headerProblem(buffer, at: offset) { return .invalid(problem) }
         let stored = UInt32(littleEndian: buffer.loadUnaligned(fromByteOffset: end - 4, as: UInt32.self))
         let computed = CRC32C.checksum(UnsafeRawBufferPointer(rebasing: buffer[(offset + 4)..<(end - 4)]))
         guard stored == computed else {
@@ -118,12 +120,24 @@ enum RecordFormat {
         }
     }
 
+    /// What is wrong with the fixed fields of a record header (at least `overhead`
+    /// bytes at `offset`), if anything: an unknown kind, a reserved field that is not
+    /// 0, a sequence number beyond the limit.
+    static func headerProblem(_ buffer: UnsafeRawBufferPointer, at offset: Int) -> FormatError? {
+        let sequence = UInt64(littleEndian: buffer.loadUnaligned(fromByteOffset: offset + 8, as: UInt64.self))
+        let kind = UInt16(littleEndian: buffer.loadUnaligned(fromByteOffset: offset + 28, as: UInt16.self))
+        let reserved = UInt16(littleEndian: buffer.loadUnaligned(fromByteOffset: offset + 30, as: UInt16.self))
+        if Record.Kind(rawValue: kind) == nil { return FormatError(reason: "unknown record kind \(kind)", offset: offset) }
+        if reserved != 0 { return FormatError(reason: "reserved field is \(reserved), not 0", offset: offset) }
+        if sequence > FormatLimits.maximumSequence {
+            return FormatError(reason: "sequence number \(sequence) is beyond the limit \(FormatLimits.maximumSequence)", offset: offset)
+        }
+        return nil
+    }
+
     private static func decode(_ buffer: UnsafeRawBufferPointer, at offset: Int, end: Int) throws(FormatError) -> Record {
         var reader = ByteReader(buffer, from: offset + 8, to: end - 4)
         let sequence = try reader.read(UInt64.self)
-        guard sequence <= FormatLimits.maximumSequence else {
-            throw FormatError(reason: "sequence number \(sequence) is beyond the limit \(FormatLimits.maximumSequence)", offset: offset)
-        }
         let timestamp = try reader.read(Int64.self)
         let pid = try reader.read(Int32.self)
         let rawKind = try reader.read(UInt16.self)

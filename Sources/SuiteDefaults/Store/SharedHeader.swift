@@ -88,9 +88,8 @@ struct SharedHeader {
         guard isInitialized else { return .uninitialized }
         let generation = self.generation
         let length = load(24), fileID = load(32), sequence = load(40)
-        // Half the records' limit: a header alone can never use the numbers up.
-        if sequence > FormatLimits.maximumSequence / 2 {
-            return .implausible("last sequence number \(sequence) is beyond the limit \(FormatLimits.maximumSequence / 2)")
+        if sequence > FormatLimits.maximumSequence {
+            return .implausible("last sequence number \(sequence) is beyond the limit \(FormatLimits.maximumSequence)")
         }
         if fileID == 0 && length != 0 {
             return .implausible("committed length \(length) with no data file")

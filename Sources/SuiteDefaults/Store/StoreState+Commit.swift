@@ -29,7 +29,10 @@ extension StoreState {
         // Every number below comes from this process's own catch-up, which checked
         // it, never from the shared page again: another process may write that page
         // at any time.
-        let sequence = max(view.lastSequence, contents.lastSequence) + 1
+        // The header's number keeps sequence numbers rising when the data file went
+        // away; one that would pass the limit is not ours, and the file's own decides.
+        var sequence = max(view.lastSequence, contents.lastSequence) + 1
+        if sequence > FormatLimits.maximumSequence { sequence = contents.lastSequence + 1 }
         guard sequence <= FormatLimits.maximumSequence else {
             throw SuiteError(.corruptFile, suite: suite, path: files.dataPath,
                              message: "The suite's sequence numbers are used up: a record numbered \(sequence - 1) was written by something other than this library. Nothing was written; export the suite, remove its files and import it again.")

@@ -69,10 +69,11 @@ extension StoreState {
     }
 
     /// Applies the commits after `contents.lastSequence` from the history files, in
-    /// order, up to `target`; stops at a gap or at a file that does not verify.
+    /// order, up to `target`; a file that does not verify is passed over, and the
+    /// reading stops at a gap.
     private func readHistory(until target: UInt64) {
         for file in files.historyFiles() where file.lastSequence > contents.lastSequence && file.lastSequence <= target {
-            guard let records = readHistoryFile(file.name) else { return }
+            guard let records = readHistoryFile(file.name) else { continue }
             // The file must start at or before what this process has.
             let first = records.first
             let startsAt = first.map { $0.kind == .snapshot ? $0.sequence : max($0.sequence, 1) - 1 } ?? .max
@@ -83,14 +84,16 @@ extension StoreState {
         }
     }
 
-    /// The records of one history file, if it is a regular file of ours, within the
-    /// size limit, and every record verifies.
+    /// The records of one history file, if it is a regular file of ours whose header
+    /// verifies (read first, before anything large), within the size limit, and every
+    /// record verifies.
     private func readHistoryFile(_ name: String) -> [Record]? {
         guard let descriptor = try? files.open(name, flags: O_RDONLY) else { return nil }
         defer { descriptor.close() }
         guard let status = try? files.checkFile(descriptor, name: name), status.size <= FormatLimits.maximumFileSize,
-              let bytes = try? descriptor.read(count: status.size, at: 0), bytes.count == status.size,
-              case .valid = bytes.withUnsafeBytes({ DataFileHeader.decode($0) })
+              let header = try? descriptor.read(count: DataFileHeader.size, at: 0),
+              case .valid = header.withUnsafeBytes({ DataFileHeader.decode($0) }),
+              let bytes = try? descriptor.read(count: status.size, at: 0), bytes.count == status.size
         else { return nil }
         return Self.records(in: bytes, from: DataFileHeader.size, after: nil)
     }

@@ -219,6 +219,12 @@ struct SuiteFiles {
             descriptor = try open(dataName, flags: writable ? O_RDWR : O_RDONLY)
         } catch let failure as SystemCallError where failure.errno == ENOENT {
             return nil
+        } catch let failure as SystemCallError where [EISDIR, ENXIO, ENODEV, EOPNOTSUPP].contains(failure.errno) {
+            // A directory or a socket where the file should be: say what stands there.
+            if let status = try? directory.status(of: dataName), !status.isRegularFile {
+                throw Self.refusal(of: status, suite: suite, path: dataPath)
+            }
+            throw self.error(failure, doing: "open the suite file")
         } catch {
             throw self.error(error, doing: "open the suite file")
         }

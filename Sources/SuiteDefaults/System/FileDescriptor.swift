@@ -77,8 +77,23 @@ struct FileDescriptor: Hashable, Sendable {
         return bytes
     }
 
+    /// The process's file size limit (RLIMIT_FSIZE), read once. Writing past it
+    /// would raise SIGXFSZ, which kills a process unless it ignores the signal, so a
+    /// write that would is refused first with EFBIG, as if the signal were ignored.
+    /// (A limit lowered later is not seen.)
+    static let fileSizeLimit: Int = {
+        var limit = rlimit()
+        guard getrlimit(Int32(RLIMIT_FSIZE.rawValue), &limit) == 0, limit.rlim_cur != rlim_t.max else { return .max }
+        return Int(clamping: limit.rlim_cur)
+    }()
+
+    private func checkFileSizeLimit(_ end: Int, call: String, path: String?) throws {
+        if end > Self.fileSizeLimit { throw SystemCallError(call: call, path: path, errno: EFBIG) }
+    }
+
     /// Writes all of `bytes` at `offset`, or throws; a short write is continued.
     func write(_ bytes: UnsafeRawBufferPointer, at offset: Int, path: String? = nil) throws {
+        try checkFileSizeLimit(offset + bytes.count, call: "pwrite", path: path)
         var done = 0
         while done < bytes.count {
             let count = try retryingInterrupts("pwrite", path: path) {
@@ -92,6 +107,7 @@ struct FileDescriptor: Hashable, Sendable {
     /// shorter, so that writing them through a mapping cannot fail later (a sparse
     /// page touched on a full disk raises SIGBUS). Fails with ENOSPC when full.
     func allocate(length: Int, path: String? = nil) throws {
+        try checkFileSizeLimit(length, call: "posix_fallocate", path: path)
         while true {
             let result = posix_fallocate(rawValue, 0, off_t(length))
             if result == 0 { return }
