@@ -23,7 +23,8 @@ struct LockWait {
         var seen: UInt32
     }
 
-    private let start = MonotonicClock.now()
+    /// When the first pause began (the attempt before it costs no clock read).
+    private var start: Duration?
     private let timeout: Duration?
     private var pause = Duration.microseconds(1)
     private var counted: MappedPage?
@@ -35,11 +36,13 @@ struct LockWait {
 
     /// Pauses before the next attempt; false when the deadline has passed.
     mutating func pause(after point: Point) -> Bool {
+        let now = MonotonicClock.now()
         if !started {
             started = true
+            start = now
             SuiteFaultInjection.reach(.waitingForLock)
         }
-        let now = MonotonicClock.now()
+        let start = self.start ?? now
         var remaining = Self.longestSleep
         if let timeout {
             let left = start + timeout - now

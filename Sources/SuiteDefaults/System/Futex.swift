@@ -23,10 +23,13 @@ enum SharedFutex {
 
 /// `CLOCK_MONOTONIC`, through the vDSO: deadlines for waits.
 enum MonotonicClock {
-    static func now() -> Duration {
+    static func now() -> Duration { .nanoseconds(Int64(bitPattern: nanoseconds())) }
+
+    /// The same as a plain number, for paths where `Duration`'s arithmetic shows.
+    static func nanoseconds() -> UInt64 {
         var time = timespec()
         clock_gettime(CLOCK_MONOTONIC, &time)
-        return .seconds(time.tv_sec) + .nanoseconds(time.tv_nsec)
+        return UInt64(time.tv_sec) &* 1_000_000_000 &+ UInt64(time.tv_nsec)
     }
 }
 
