@@ -26,6 +26,7 @@ enum HostileScenario {
         var generator = SystemRandomNumberGenerator()
         var result = ScenarioResult(scenario: "hostile")
         var attacks = 0, hangs = 0, destructiveRounds = 0
+        var byKind: [Attack: Int] = [:]
         try timed({ result in
             for round in 0..<rounds {
                 let directory = stress.freshDirectory("hostile-\(round)")
@@ -44,6 +45,7 @@ enum HostileScenario {
                     let choices = Attack.allCases.filter { destructive || !$0.destroys }
                     let attack = choices.randomElement(using: &generator)!
                     attacks += 1
+                    byKind[attack, default: 0] += 1
                     let undo = try files.perform(attack, number: number, using: &generator)
                     // Let the writers meet the attack, then undo it; each must then go on.
                     _ = progress(writers, lines: 50, within: .milliseconds(500))
@@ -82,6 +84,7 @@ enum HostileScenario {
         result.figure("attacks", attacks)
         result.figure("destructive_rounds", destructiveRounds)
         result.figure("hangs", hangs)
+        for attack in Attack.allCases { result.figure("\(attack)", byKind[attack] ?? 0) }
         return [result]
     }
 
