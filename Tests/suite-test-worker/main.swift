@@ -116,6 +116,15 @@ say("opened")
     while true { pause() }
 }
 
+/// Takes the exclusive lock inside a transaction, says "holding", and keeps it until killed.
+func holdLockUntilKilled() {
+    try? suite.update { tx in
+        try tx.set("held", forKey: "holder")
+        say("holding")
+        forever()
+    }
+}
+
 
 
 switch command {
@@ -224,12 +233,7 @@ case "compact":
     }
 
 case "hold-lock":
-    // Takes the exclusive lock inside a transaction and keeps it until killed.
-    try? suite.update { tx in
-        try tx.set("held", forKey: "holder")
-        say("holding")
-        forever()
-    }
+    holdLockUntilKilled()
 
 case "get":
     let key = option("key")
@@ -362,11 +366,7 @@ case "fork-then-hold":
         forever()
     }
     say("child \(pid)")
-    try? suite.update { tx in
-        try tx.set("held", forKey: "holder")
-        say("holding")
-        forever()
-    }
+    holdLockUntilKilled()
 
 case "fork-read-while-held":
     // Another thread holds the lock inside a transaction; this one forks, and the
