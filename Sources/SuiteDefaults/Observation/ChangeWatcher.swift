@@ -36,6 +36,15 @@ final class ChangeWatcher: Sendable {
         var stores: [String: WeakStore] = [:]
         var listeners: [UInt64: DirectoryListener] = [:]
         var isEmpty: Bool { stores.isEmpty && listeners.isEmpty }
+
+        /// Counts one observation of `store` less, forgetting it at none; false when
+        /// `store` is not among these.
+        mutating func release(_ store: SuiteStore) -> Bool {
+            guard let entry = stores[store.name], entry.store === store else { return false }
+            entry.observations -= 1
+            if entry.observations <= 0 { stores[store.name] = nil }
+            return true
+        }
     }
 
     private struct Watch {
@@ -96,17 +105,11 @@ final class ChangeWatcher: Sendable {
     func unwatch(_ store: SuiteStore) {
         withState { state in
             // Wherever it is now: its directory may have been replaced since.
-            for (identity, watch) in state.watches {
-                guard let entry = watch.watchers.stores[store.name], entry.store === store else { continue }
-                entry.observations -= 1
-                if entry.observations <= 0 { state.watches[identity]!.watchers.stores[store.name] = nil }
+            for identity in Array(state.watches.keys) where state.watches[identity]!.watchers.release(store) {
                 removeWatchIfUnused(&state, identity)
                 return
             }
-            for (path, watchers) in state.lost {
-                guard let entry = watchers.stores[store.name], entry.store === store else { continue }
-                entry.observations -= 1
-                if entry.observations <= 0 { state.lost[path]!.stores[store.name] = nil }
+            for path in Array(state.lost.keys) where state.lost[path]!.release(store) {
                 if state.lost[path]!.isEmpty { state.lost[path] = nil }
                 return
             }

@@ -1,5 +1,4 @@
 import CSuiteDefaults
-import Glibc
 
 /// One wait for a suite's file lock, with a deadline. `flock` itself cannot wait with
 /// one, so the lock is only ever asked for without waiting, and between attempts the
@@ -28,7 +27,6 @@ struct LockWait {
     private let timeout: Duration?
     private var pause = Duration.microseconds(1)
     private var counted: MappedPage?
-    private var started = false
 
     init(timeout: Duration?) {
         self.timeout = timeout
@@ -37,12 +35,11 @@ struct LockWait {
     /// Pauses before the next attempt; false when the deadline has passed.
     mutating func pause(after point: Point) -> Bool {
         let now = MonotonicClock.now()
-        if !started {
-            started = true
+        guard let start else {
             start = now
             SuiteFaultInjection.reach(.waitingForLock)
+            return pause(after: point)
         }
-        let start = self.start ?? now
         var remaining = Self.longestSleep
         if let timeout {
             let left = start + timeout - now
@@ -56,7 +53,7 @@ struct LockWait {
             return true
         }
         guard let page = point.page else {
-            sleep(remaining)
+            MonotonicClock.sleep(remaining)
             return true
         }
         if counted == nil, page.isWritable, !page.wasCutShort {
@@ -66,7 +63,7 @@ struct LockWait {
             return true
         }
         if SharedFutex.wait(on: Self.releases(page), whileEqualTo: point.seen, timeout: remaining) == .unsupported {
-            sleep(remaining)
+            MonotonicClock.sleep(remaining)
         }
         return true
     }
@@ -75,12 +72,6 @@ struct LockWait {
     mutating func finish() {
         if let counted, !counted.wasCutShort { sd_atomic_add_u32(Self.waiters(counted), UInt32.max) }
         counted = nil
-    }
-
-    private func sleep(_ duration: Duration) {
-        var interval = timespec(tv_sec: Int(duration.components.seconds),
-                                tv_nsec: Int(duration.components.attoseconds / 1_000_000_000))
-        nanosleep(&interval, nil)
     }
 
     private static func releases(_ page: MappedPage) -> UnsafeMutablePointer<UInt32> {

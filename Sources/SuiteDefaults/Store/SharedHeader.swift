@@ -15,7 +15,7 @@ import Glibc
 ///
 /// Only a process holding the exclusive `flock` writes the fields up to 63. But in
 /// group mode any member of the group can write the file, so nothing read from it
-/// is trusted: `snapshot()` checks every field against the limits of the format.
+/// is trusted: `read()` checks every field against the limits of the format.
 struct SharedHeader {
     static let size = MappedPage.size
     static let magic: UInt64 = 0x314B_4C45_5449_5553  // the bytes "SUITELK1"

@@ -102,12 +102,7 @@ extension StoreState {
                 throw files.error(error, doing: "set up the suite's lock file again")
             }
         }
-        let size = (try? lockFile.status().size) ?? 0
-        header = size >= SharedHeader.size ? MappedPage(lockFile, writable: writable).map(SharedHeader.init) : nil
-        if writable && header == nil {
-            throw SuiteError(.ioFailure, suite: suite, path: files.lockPath,
-                             message: "Could not map the suite's lock file into memory again after it was cut short.")
-        }
+        header = try Self.mapHeader(of: lockFile, size: (try? lockFile.status().size) ?? 0, writable: writable, files: files)
         view.isLoaded = false
         diagnose(.rebuiltSharedHeader, path: files.lockPath,
                  "The lock file was cut short while in use (by a process outside this library); it was mapped again and its shared header is set up again from the suite file.")

@@ -61,8 +61,8 @@ final class StoreState: @unchecked Sendable {
     init(files: SuiteFiles) throws {
         self.files = files
         let opened = try Self.openLock(files)
-        (header, writable) = (opened.1, opened.2)
-        adoptLockFile(opened.0)
+        (header, writable) = (opened.header, opened.writable)
+        adoptLockFile(opened.lockFile)
     }
 
     /// Closes the lock file this state has, if any, and takes `new` in its place.
@@ -88,24 +88,26 @@ final class StoreState: @unchecked Sendable {
     }
 
     /// Opens and maps the lock file.
-    static func openLock(_ files: SuiteFiles) throws -> (FileDescriptor?, SharedHeader?, Bool) {
-        let lockFile: FileDescriptor, writable: Bool
-        switch try files.openLockFile() {
-        case .writable(let descriptor): (lockFile, writable) = (descriptor, true)
-        case .readOnly(let descriptor): (lockFile, writable) = (descriptor, false)
-        case .none: return (nil, nil, false)
+    static func openLock(_ files: SuiteFiles) throws -> (lockFile: FileDescriptor?, header: SharedHeader?, writable: Bool) {
+        guard let opened = try files.openLockFile() else { return (nil, nil, false) }
+        do {
+            let header = try mapHeader(of: opened.descriptor, size: opened.size, writable: opened.writable, files: files)
+            return (opened.descriptor, header, opened.writable)
+        } catch {
+            opened.descriptor.close()
+            throw error
         }
-        var header: SharedHeader?
-        if writable || ((try? lockFile.status())?.size ?? 0) >= SharedHeader.size {
-            header = MappedPage(lockFile, writable: writable).map(SharedHeader.init)
-        }
-        if writable && header == nil {
-            let code = errno
-            lockFile.close()
-            throw SuiteError(.ioFailure, suite: files.suite, path: files.lockPath, errno: code,
-                             message: "Could not map the suite's lock file into memory; the file system may not support shared mappings.")
-        }
-        return (lockFile, header, writable)
+    }
+
+    /// Maps the shared header of a lock file of `size` bytes; nil for a read-only one
+    /// too short to map (it is read without the header).
+    static func mapHeader(of lockFile: FileDescriptor, size: Int, writable: Bool, files: SuiteFiles) throws -> SharedHeader? {
+        guard writable || size >= SharedHeader.size else { return nil }
+        if let page = MappedPage(lockFile, writable: writable) { return SharedHeader(page: page) }
+        let code = errno
+        guard writable else { return nil }
+        throw SuiteError(.ioFailure, suite: files.suite, path: files.lockPath, errno: code,
+                         message: "Could not map the suite's lock file into memory; the file system may not support shared mappings.")
     }
 
     deinit {

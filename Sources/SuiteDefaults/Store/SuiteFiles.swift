@@ -151,37 +151,33 @@ struct SuiteFiles {
         try directory.openFile(name, flags: flags, mode: mode)
     }
 
-    /// How this process may use the lock file.
-    enum LockFileAccess {
-        case writable(FileDescriptor)
-        case readOnly(FileDescriptor)
-        /// No lock file this process can open (a read-only directory without one, or
-        /// a lock file it may not read): the suite is read without locks.
-        case none
+    /// The lock file as this process may use it.
+    struct OpenLockFile {
+        var descriptor: FileDescriptor
+        var writable: Bool
+        /// Its size once opened (and, when writable, allocated).
+        var size: Int
     }
 
     /// Opens the lock file, creating it and allocating its first page; read-only if
-    /// the directory or file allows no more. Refuses a symbolic link, a file that is
-    /// not a regular file, a file with more than one name, or a file of another user.
-    func openLockFile() throws -> LockFileAccess {
-        let access: LockFileAccess
+    /// the directory or file allows no more; nil when this process can open none (a
+    /// read-only directory without one, or a lock file it may not read), and reads
+    /// the suite without locks. Refuses a symbolic link, a file that is not a regular
+    /// file, a file with more than one name, or a file of another user.
+    func openLockFile() throws -> OpenLockFile? {
+        let descriptor: FileDescriptor, writable: Bool
         do {
-            access = .writable(try open(lockName, flags: O_RDWR | O_CREAT, mode: fileMode))
+            (descriptor, writable) = (try open(lockName, flags: O_RDWR | O_CREAT, mode: fileMode), true)
         } catch let failure as SystemCallError where [EACCES, EPERM, EROFS].contains(failure.errno) {
             do {
-                access = .readOnly(try open(lockName, flags: O_RDONLY))
+                (descriptor, writable) = (try open(lockName, flags: O_RDONLY), false)
             } catch let second as SystemCallError where [ENOENT, EACCES, EPERM].contains(second.errno) {
-                return .none
+                return nil
             } catch {
                 throw self.error(error, doing: "open the suite's lock file")
             }
         } catch {
             throw self.error(error, doing: "open the suite's lock file")
-        }
-        let descriptor: FileDescriptor
-        switch access {
-        case .writable(let open), .readOnly(let open): descriptor = open
-        case .none: return access
         }
         do {
             let status = try checkFile(descriptor, name: lockName)
@@ -189,27 +185,26 @@ struct SuiteFiles {
                 throw SuiteError(.foreignFile, suite: suite, path: lockPath,
                                  message: "The lock file has \(status.linkCount) names (hard links), so another name could reach the suite's shared state; suites refuse such a file. Remove the other names, or remove the lock file (it is made again).")
             }
-            if case .writable = access {
-                if status.size == 0 && status.owner == geteuid() {
-                    try? descriptor.setPermissions(fileMode)
-                }
-                // Real blocks for the shared page: a sparse page touched through the
-                // mapping on a full disk would raise SIGBUS instead of an error. (A page
-                // whose blocks are there needs no call, which costs a new process
-                // more than the rest of opening the file.)
-                if status.size < SharedHeader.size || status.allocatedBytes < SharedHeader.size {
-                    do {
-                        try descriptor.allocate(length: SharedHeader.size, path: lockPath)
-                    } catch {
-                        throw self.error(error, doing: "set up the suite's lock file")
-                    }
+            guard writable else { return OpenLockFile(descriptor: descriptor, writable: false, size: status.size) }
+            if status.size == 0 && status.owner == geteuid() {
+                try? descriptor.setPermissions(fileMode)
+            }
+            // Real blocks for the shared page: a sparse page touched through the
+            // mapping on a full disk would raise SIGBUS instead of an error. (A page
+            // whose blocks are there needs no call, which costs a new process more
+            // than the rest of opening the file.)
+            if status.size < SharedHeader.size || status.allocatedBytes < SharedHeader.size {
+                do {
+                    try descriptor.allocate(length: SharedHeader.size, path: lockPath)
+                } catch {
+                    throw self.error(error, doing: "set up the suite's lock file")
                 }
             }
+            return OpenLockFile(descriptor: descriptor, writable: true, size: max(status.size, SharedHeader.size))
         } catch {
             descriptor.close()
             throw error
         }
-        return access
     }
 
     /// Opens the data file, with its status as checked; nil when it does not exist.

@@ -51,10 +51,13 @@ final class SuiteStore: Sendable {
     /// answers with that rather than with nothing).
     private func current(_ state: inout StoreState) throws -> StoreState {
         if state.epoch != ForkEpoch.current {
-            state = try StoreState(files: SuiteFiles(suite: name, directory: state.files.directory, sharing: sharing),
-                                   continuing: state, keepingObservers: false)
+            state = try StoreState(files: files(in: state.files.directory), continuing: state, keepingObservers: false)
         }
         return state
+    }
+
+    private func files(in directory: DirectoryHandle) -> SuiteFiles {
+        SuiteFiles(suite: name, directory: directory, sharing: sharing)
     }
 
     /// The suite's directory was removed and a directory made at its path: moves to
@@ -64,8 +67,7 @@ final class SuiteStore: Sendable {
         let directory = try SuiteFiles.openDirectory(path: directoryPath, sharing: sharing, suite: name, creating: false)
         try state.withLock { state in
             let previous = try current(&state)
-            state = try StoreState(files: SuiteFiles(suite: name, directory: directory, sharing: sharing),
-                                   continuing: previous, keepingObservers: true)
+            state = try StoreState(files: files(in: directory), continuing: previous, keepingObservers: true)
         }
     }
 

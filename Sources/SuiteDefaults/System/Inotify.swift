@@ -26,7 +26,7 @@ enum Inotify {
     /// Waits until events can be read, at most `timeout`; whether they can.
     static func wait(_ instance: CInt, timeout: Duration) -> Bool {
         var entry = pollfd(fd: instance, events: Int16(POLLIN), revents: 0)
-        let milliseconds = Int32(timeout.components.seconds * 1000 + timeout.components.attoseconds / 1_000_000_000_000_000)
+        let milliseconds = Int32(clamping: timeout.wholeNanoseconds / 1_000_000)
         let ready = (try? retryingInterrupts("poll") { poll(&entry, 1, milliseconds) }) ?? 0
         return ready > 0
     }
