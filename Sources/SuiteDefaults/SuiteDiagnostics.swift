@@ -85,7 +85,7 @@ public enum SuiteDiagnostics {
     }
 
     /// Delivers a diagnostic to every handler, synchronously.
-    public static func report(_ diagnostic: SuiteDiagnostic) {
+    @_spi(Tools) public static func report(_ diagnostic: SuiteDiagnostic) {
         let (handlers, prints) = registry.withLock { (Array($0.handlers.values), $0.printsToStandardError) }
         if prints {
             let line = "suite-defaults: \(diagnostic.kind.rawValue): \(diagnostic)\n"

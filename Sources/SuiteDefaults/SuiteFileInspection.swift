@@ -1,7 +1,7 @@
 /// What the bytes of a suite file hold, read without opening the suite or taking its
 /// lock: for tools that check files, and for fuzzing the decoder. Reading never traps,
 /// whatever the bytes.
-public struct SuiteFileInspection: Sendable {
+@_spi(Tools) public struct SuiteFileInspection: Sendable {
     public enum Verdict: Sendable, Equatable {
         /// Every byte verifies.
         case intact

@@ -2,7 +2,7 @@ import Foundation
 
 extension SuiteValue {
     /// The kinds of value a command line can name, as `defaults -int 1` does.
-    public enum Kind: String, Sendable, CaseIterable {
+    @_spi(Tools) public enum Kind: String, Sendable, CaseIterable {
         case string, integer, double, bool, date, data
         /// Typed JSON text (see `JSONStyle.typed`), for arrays, dictionaries and the rest.
         case json
@@ -13,7 +13,7 @@ extension SuiteValue {
     /// `Data(strictBase64:)`: hex, or base64 with stray characters or padding, is refused).
     ///
     /// - Throws: `SuiteError` `.invalidValue` saying what the text should look like.
-    public init(parsing text: String, as kind: Kind) throws {
+    @_spi(Tools) public init(parsing text: String, as kind: Kind) throws {
         func refuse(_ expected: String) -> SuiteError {
             SuiteError(.invalidValue, message: "\"\(text)\" is not \(expected).")
         }

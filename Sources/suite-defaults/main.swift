@@ -1,7 +1,7 @@
 // suite-defaults: read and write suites from the command line, like macOS `defaults`.
 import Foundation
 import Glibc
-import SuiteDefaults
+@_spi(Tools) import SuiteDefaults
 
 let usageText = """
     usage: suite-defaults [--dir DIR] [--timeout SECONDS] [--] COMMAND ...

@@ -1,5 +1,5 @@
 import Foundation
-import SuiteDefaults
+@_spi(Tools) import SuiteDefaults
 
 /// A small deterministic generator, so that any fuzz input can be made again from
 /// the seed and its index.

@@ -9,7 +9,7 @@
 // ROLE ...`) and reaps them, and ends with one summary line.
 import Foundation
 import Glibc
-import SuiteDefaults
+@_spi(Tools) import SuiteDefaults
 
 let scenarios: [(String, (StressRun) throws -> [ScenarioResult])] = [
     ("counter", CounterScenario.run), ("distinct-keys", DistinctKeysScenario.run),

@@ -4,7 +4,7 @@ import Dispatch
 import Foundation
 import Glibc
 import Synchronization
-import SuiteDefaults
+@_spi(Tools) import SuiteDefaults
 
 let usageText = """
     usage: suite-watch [--dir DIR] SUITE [KEY ...]    watch one suite (every key, or those named)

@@ -3,7 +3,7 @@ import Foundation
 import Glibc
 import Testing
 import TestSupport
-import SuiteDefaults
+@_spi(Tools) import SuiteDefaults
 
 /// `suite-defaults` run as a real process.
 @Suite("The suite-defaults command")

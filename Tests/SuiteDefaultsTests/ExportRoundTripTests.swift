@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 import TestSupport
-@testable import SuiteDefaults
+@_spi(Tools) @testable import SuiteDefaults
 
 /// The bytes a value is stored as. "Identical" means these bytes: Swift's `==` calls
 /// -0.0 and 0.0 equal, and canonically equivalent strings too.

@@ -2,7 +2,7 @@ import ChildProcess
 import Foundation
 import Testing
 import TestSupport
-import SuiteDefaults
+@_spi(Tools) import SuiteDefaults
 
 /// Every suite-stress scenario, run as the tool with small counts: the long runs are
 /// documented commands (Docs/Reliability.md); these catch regressions.

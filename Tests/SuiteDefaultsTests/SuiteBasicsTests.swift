@@ -2,7 +2,7 @@ import Foundation
 import Glibc
 import Testing
 import TestSupport
-@testable import SuiteDefaults
+@_spi(Tools) @testable import SuiteDefaults
 
 /// A Codable value with a Decimal, as an app caches a price.
 struct PriceQuote: Codable, Equatable {

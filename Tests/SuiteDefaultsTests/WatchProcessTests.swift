@@ -3,7 +3,7 @@ import Foundation
 import Glibc
 import Testing
 import TestSupport
-@testable import SuiteDefaults
+@_spi(Tools) @testable import SuiteDefaults
 
 /// One line of `suite-watch --json`.
 struct WatchedLine: Equatable, CustomStringConvertible {

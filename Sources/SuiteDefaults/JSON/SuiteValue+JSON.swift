@@ -2,7 +2,7 @@ import Foundation
 
 extension SuiteValue {
     /// How `SuiteValue` is written as JSON.
-    public enum JSONStyle: Sendable {
+    @_spi(Tools) public enum JSONStyle: Sendable {
         /// For reading: Data as a base64 string, dates as ISO 8601 strings (a date
         /// without one as its number of seconds since 2001-01-01 UTC), encoded JSON
         /// embedded. Types are not kept (a date reads back as a string).
@@ -19,7 +19,7 @@ extension SuiteValue {
 
     /// The value as JSON text, with dictionary keys sorted; `pretty` puts each
     /// member on a line of its own.
-    public func jsonText(style: JSONStyle = .plain, pretty: Bool = false) -> String {
+    @_spi(Tools) public func jsonText(style: JSONStyle = .plain, pretty: Bool = false) -> String {
         jsonNode(style: style).text(pretty: pretty)
     }
 
@@ -84,7 +84,7 @@ extension SuiteValue {
     ///   for an integer beyond 64 bits or a double beyond the finite doubles, for a key
     ///   twice in one object, and for an unknown or malformed tag (an object whose only
     ///   key starts with `$`).
-    public init(jsonText: String) throws {
+    @_spi(Tools) public init(jsonText: String) throws {
         let node: JSONNode
         do {
             // "$json" values are kept as their text, so that they are stored byte for byte.

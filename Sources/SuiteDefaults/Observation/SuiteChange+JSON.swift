@@ -4,7 +4,7 @@ extension SuiteChange {
     /// The change as one line of JSON: `time`, `suite`, `key`, `old`, `new` (plain
     /// JSON values, `null` when absent; Data as base64, dates as ISO 8601 strings),
     /// `seq`, `pid` (`null` when unknown), and `kind` (`commit`, `net` or `initial`).
-    public func jsonText() -> String {
+    @_spi(Tools) public func jsonText() -> String {
         let kindName = switch kind {
         case .commit: "commit"
         case .netChange: "net"

@@ -1,7 +1,7 @@
 import ChildProcess
 import Foundation
 import Glibc
-import SuiteDefaults
+@_spi(Tools) import SuiteDefaults
 
 /// While two processes write to a suite, its file is damaged: bytes flipped, the file
 /// cut short, or garbage appended, at random offsets. No process may crash; the
