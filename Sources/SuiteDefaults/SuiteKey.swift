@@ -121,37 +121,37 @@ extension Suite {
     ///
     /// - Parameter storingDefault: when nothing valid is stored, store the default
     ///   (as `valueStoringDefault(for:)` does) instead of only reporting it.
-    public func values<Value: Equatable>(for key: SuiteKey<Value>, storingDefault: Bool = false) throws -> SuiteKeyValues<Value> {
-        let (stream, continuation) = AsyncStream.makeStream(of: Value.self, bufferingPolicy: .unbounded)
-        let output = ChangedValues(continuation)
-        // Runs on the suite's observer queue, one change at a time, in commit order.
-        let token = try observe(keys: [key.name], includingCurrentValues: true) { [self] change in
-            if let value = key.read(change.newValue).value { return output.offer(value) }
-            // Nothing valid is stored. Storing the default commits a change that comes
-            // here in turn (as would a value another process stored meanwhile).
-            if storingDefault, (try? valueStoringDefault(for: key)) != nil { return }
-            output.offer(key.defaultValue)
-        }
-        continuation.onTermination = { _ in token.cancel() }
-        // With nothing stored, no current value came: start from the default.
-        if storedValue(forKey: key.name) == nil {
-            if storingDefault {
-                try valueStoringDefault(for: key)
-            } else {
-                store.enqueueForObservers { output.offer(key.defaultValue) }
+    public func values<Value: Equatable>(for key: SuiteKey<Value>, storingDefault: Bool = false) throws -> SuiteUpdates<Value> {
+        try SuiteUpdates { yield, fail in
+            let output = ChangedValues(yield)
+            // Runs on the suite's observer queue, one change at a time, in commit order.
+            let token = try SuiteObservation.keys(key).including(currentValues: true).start(in: self, onError: fail) { [self] change in
+                if let value = key.read(change.newValue).value { return output.offer(value) }
+                // Nothing valid is stored. Storing the default commits a change that comes
+                // here in turn (as would a value another process stored meanwhile).
+                if storingDefault, (try? valueStoringDefault(for: key)) != nil { return }
+                output.offer(key.defaultValue)
             }
+            // With nothing stored, no current value came: start from the default.
+            if storedValue(forKey: key.name) == nil {
+                if storingDefault {
+                    try valueStoringDefault(for: key)
+                } else {
+                    ObserverHub.of(store).enqueue { output.offer(key.defaultValue) }
+                }
+            }
+            return token
         }
-        return SuiteKeyValues(stream)
     }
 }
 
-/// Yields values to a stream, skipping a value equal to the one before it.
+/// Hands on values, skipping a value equal to the one before it.
 private final class ChangedValues<Value: Equatable & Sendable>: Sendable {
-    private let continuation: AsyncStream<Value>.Continuation
+    private let yield: @Sendable (Value) -> Void
     private let last = Locked<Value?>(nil)
 
-    init(_ continuation: AsyncStream<Value>.Continuation) {
-        self.continuation = continuation
+    init(_ yield: @escaping @Sendable (Value) -> Void) {
+        self.yield = yield
     }
 
     func offer(_ value: Value) {
@@ -159,22 +159,6 @@ private final class ChangedValues<Value: Equatable & Sendable>: Sendable {
             defer { previous = value }
             return previous != value
         }
-        if isNew { continuation.yield(value) }
-    }
-}
-
-/// The values of one key over time; see `Suite.values(for:storingDefault:)`.
-public struct SuiteKeyValues<Value: Sendable>: AsyncSequence, Sendable {
-    public typealias Element = Value
-    public typealias Failure = Never
-
-    private let stream: AsyncStream<Value>
-
-    init(_ stream: AsyncStream<Value>) {
-        self.stream = stream
-    }
-
-    public func makeAsyncIterator() -> AsyncStream<Value>.Iterator {
-        stream.makeAsyncIterator()
+        if isNew { yield(value) }
     }
 }

@@ -68,7 +68,7 @@ struct SuiteKeyTests {
     @Test func valuesGiveTheCurrentValueThenChangesOnce() async throws {
         let suite = try open()
         var values = try suite.values(for: .theme).makeAsyncIterator()
-        #expect(await values.next() == .light, "the default, as nothing is stored")
+        #expect(try await values.next() == .light, "the default, as nothing is stored")
         #expect(suite.storedValue(forKey: "appearance.theme") == nil)
         try suite.set(.dark, for: .theme)
         try suite.set(.dark, for: .theme)
@@ -76,8 +76,8 @@ struct SuiteKeyTests {
         try suite.set(.light, for: .theme)
         try suite.set(.dark, for: .theme)
         // dark, then light (for sepia, invalid), then light again (not repeated), then dark.
-        #expect(await values.next() == .dark)
-        #expect(await values.next() == .light)
-        #expect(await values.next() == .dark)
+        #expect(try await values.next() == .dark)
+        #expect(try await values.next() == .light)
+        #expect(try await values.next() == .dark)
     }
 }

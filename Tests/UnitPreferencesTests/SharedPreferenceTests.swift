@@ -41,16 +41,16 @@ struct SharedPreferenceTests {
         let suite = try open()
         let updates = try UnitSystem.updates(in: suite, environment: ["LANG": "en_US"])
         var iterator = updates.makeAsyncIterator()
-        #expect(await iterator.next() == .imperial, "the detected value, stored")
+        #expect(try await iterator.next() == .imperial, "the detected value, stored")
         try UnitSystem.setCurrent(.metric, in: suite)
-        #expect(await iterator.next() == .metric)
+        #expect(try await iterator.next() == .metric)
         let worker = try startWorker("units-set", in: directory, suite: "group.com.example.fitness", ["system": "imperial"])
         worker.send("go\n")
-        #expect(await iterator.next() == .imperial, "a change from another process")
+        #expect(try await iterator.next() == .imperial, "a change from another process")
         // Removed: detected again (and stored), from this process's environment.
         try suite.removeValue(forKey: UnitSystem.storageKey)
         try suite.set("metric", forKey: "units.system")
-        #expect(await iterator.next() == .metric)
+        #expect(try await iterator.next() == .metric)
         worker.expectSuccess()
     }
 

@@ -1,11 +1,10 @@
 import Foundation
-import Glibc
 
 /// The one inotify instance of this process, and the one thread that reads it.
 ///
 /// It watches each directory that holds an observed suite (one watch serves every
 /// suite in it, and follows the directory if it is moved), and on every event for a
-/// suite's data file tells that suite to catch up. The suite then reads the new
+/// suite's data file tells that suite's observers to catch up. They then read the new
 /// commits from its journal, so what the event said beyond "look" does not matter:
 /// coalesced events lose nothing, and after a queue overflow every suite catches up.
 ///
@@ -18,10 +17,10 @@ import Glibc
 final class ChangeWatcher: Sendable {
     static let shared = ChangeWatcher()
 
-    private final class WeakStore {
-        weak var store: SuiteStore?
+    private final class WeakHub {
+        weak var hub: ObserverHub?
         var observations = 0
-        init(_ store: SuiteStore) { self.store = store }
+        init(_ hub: ObserverHub) { self.hub = hub }
     }
 
     /// Watches of directories for whole-directory listeners (`Suite.observeSuites`).
@@ -30,19 +29,19 @@ final class ChangeWatcher: Sendable {
         init(_ handler: @escaping @Sendable (String?) -> Void) { self.handler = handler }
     }
 
-    /// What watches one directory: the stores of suites in it and the listeners.
+    /// What watches one directory: the observers of suites in it and the listeners.
     private struct Watchers {
         /// Keyed by suite name.
-        var stores: [String: WeakStore] = [:]
+        var hubs: [String: WeakHub] = [:]
         var listeners: [UInt64: DirectoryListener] = [:]
-        var isEmpty: Bool { stores.isEmpty && listeners.isEmpty }
+        var isEmpty: Bool { hubs.isEmpty && listeners.isEmpty }
 
-        /// Counts one observation of `store` less, forgetting it at none; false when
-        /// `store` is not among these.
-        mutating func release(_ store: SuiteStore) -> Bool {
-            guard let entry = stores[store.name], entry.store === store else { return false }
+        /// Counts one observation of `hub` less, forgetting it at none; false when
+        /// `hub` is not among these.
+        mutating func release(_ hub: ObserverHub) -> Bool {
+            guard let entry = hubs[hub.suite], entry.hub === hub else { return false }
             entry.observations -= 1
-            if entry.observations <= 0 { stores[store.name] = nil }
+            if entry.observations <= 0 { hubs[hub.suite] = nil }
             return true
         }
     }
@@ -89,27 +88,26 @@ final class ChangeWatcher: Sendable {
         }
     }
 
-    /// Starts watching the directory of `store` for it; counted, so that every `watch`
-    /// needs one `unwatch`.
-    func watch(_ store: SuiteStore) throws {
-        let directory = store.directory
+    /// Starts watching `directory` for the suite of `hub`; counted, so that every
+    /// `watch` needs one `unwatch`.
+    func watch(_ hub: ObserverHub, directory: DirectoryHandle) throws {
         try withState { state in
-            try ensureWatch(&state, directory, suite: store.name)
-            let entry = state.watches[directory.identity]!.watchers.stores[store.name] ?? WeakStore(store)
-            entry.store = store
+            try ensureWatch(&state, directory, suite: hub.suite)
+            let entry = state.watches[directory.identity]!.watchers.hubs[hub.suite] ?? WeakHub(hub)
+            entry.hub = hub
             entry.observations += 1
-            state.watches[directory.identity]!.watchers.stores[store.name] = entry
+            state.watches[directory.identity]!.watchers.hubs[hub.suite] = entry
         }
     }
 
-    func unwatch(_ store: SuiteStore) {
+    func unwatch(_ hub: ObserverHub) {
         withState { state in
             // Wherever it is now: its directory may have been replaced since.
-            for identity in Array(state.watches.keys) where state.watches[identity]!.watchers.release(store) {
+            for identity in Array(state.watches.keys) where state.watches[identity]!.watchers.release(hub) {
                 removeWatchIfUnused(&state, identity)
                 return
             }
-            for path in Array(state.lost.keys) where state.lost[path]!.release(store) {
+            for path in Array(state.lost.keys) where state.lost[path]!.release(hub) {
                 if state.lost[path]!.isEmpty { state.lost[path] = nil }
                 return
             }
@@ -154,9 +152,8 @@ final class ChangeWatcher: Sendable {
         }
         let identity = directory.identity
         guard state.watches[identity] == nil else { return }
-        // IN_MASK_ADD: the same directory may be watched as another's parent too.
-        let events: Int32 = IN_MODIFY | IN_CREATE | IN_MOVED_TO | IN_ATTRIB | IN_DELETE
-        let mask = UInt32(events | IN_ONLYDIR) | UInt32(bitPattern: IN_MASK_ADD)
+        // Adding to an existing mask: the same directory may be watched as another's parent too.
+        let mask: Inotify.Mask = [.modified, .created, .movedTo, .attributesChanged, .deleted, .onlyDirectory, .addingToExisting]
         let descriptor: Int32
         do {
             // Through the open directory: exactly the directory the suite has open,
@@ -184,7 +181,7 @@ final class ChangeWatcher: Sendable {
         guard path != "/", let slash = path.lastIndex(of: "/") else { return nil }
         let parent = slash == path.startIndex ? "/" : String(path[..<slash])
         let name = String(path[path.index(after: slash)...])
-        let mask = UInt32(IN_DELETE | IN_MOVED_FROM | IN_ONLYDIR) | UInt32(bitPattern: IN_MASK_ADD)
+        let mask: Inotify.Mask = [.deleted, .movedFrom, .onlyDirectory, .addingToExisting]
         guard let descriptor = try? Inotify.watch(state.inotify, path: parent, mask: mask) else { return nil }
         state.parents[descriptor, default: []].insert(identity)
         return (descriptor, name)
@@ -214,33 +211,33 @@ final class ChangeWatcher: Sendable {
     // MARK: Removed directories
 
     /// Under a parent watch, a name went away: the watched directories of that name
-    /// that have no name any more were removed. Returns the stores to tell.
-    private func nameRemoved(_ state: inout State, parent: Int32, name: String) -> [SuiteStore] {
-        var lostStores: [SuiteStore] = []
+    /// that have no name any more were removed. Returns the observers to tell.
+    private func nameRemoved(_ state: inout State, parent: Int32, name: String) -> [ObserverHub] {
+        var lostHubs: [ObserverHub] = []
         for identity in state.parents[parent] ?? [] {
             guard let watch = state.watches[identity], watch.parent?.name == name,
                   (try? watch.directory.descriptor.status())?.linkCount == 0
             else { continue }
-            lostStores += lose(&state, identity)
+            lostHubs += lose(&state, identity)
         }
-        return lostStores
+        return lostHubs
     }
 
     /// A watched directory that was removed: its watchers wait for a directory at
-    /// the same path. Returns the stores to tell.
-    private func lose(_ state: inout State, _ identity: DirectoryIdentity) -> [SuiteStore] {
+    /// the same path. Returns the observers to tell.
+    private func lose(_ state: inout State, _ identity: DirectoryIdentity) -> [ObserverHub] {
         guard let watch = state.watches[identity] else { return [] }
         forget(&state, identity)
         guard !watch.watchers.isEmpty else { return [] }
         var waiting = state.lost[watch.path] ?? Watchers()
-        waiting.stores.merge(watch.watchers.stores) { _, new in new }
+        waiting.hubs.merge(watch.watchers.hubs) { _, new in new }
         waiting.listeners.merge(watch.watchers.listeners) { _, new in new }
         state.lost[watch.path] = waiting
-        return watch.watchers.stores.values.compactMap(\.store)
+        return watch.watchers.hubs.values.compactMap(\.hub)
     }
 
     /// Looks for the removed directories again; watches those that are back and
-    /// hands their suites the new directory.
+    /// moves their suites there.
     private func lookForLostDirectories() {
         let found = withState { state -> [(DirectoryHandle, Watchers)] in
             var found: [(DirectoryHandle, Watchers)] = []
@@ -252,25 +249,15 @@ final class ChangeWatcher: Sendable {
             return found
         }
         for (directory, watchers) in found {
-            for entry in watchers.stores.values {
-                guard let store = entry.store else { continue }
+            for entry in watchers.hubs.values {
+                guard let hub = entry.hub else { continue }
                 let observations = entry.observations
-                // On the store's own queue: opening may wait for its lock, and this
-                // thread waits for no suite.
-                store.enqueueForObservers { [self] in
-                    do {
-                        try store.moveToReplacedDirectory()
-                        let directory = store.directory
-                        try withState { state in
-                            try ensureWatch(&state, directory, suite: store.name)
-                            let moved = WeakStore(store)
-                            moved.observations = observations
-                            state.watches[directory.identity]!.watchers.stores[store.name] = moved
-                        }
-                        store.reportDirectoryReplaced(found: true)
-                        store.scheduleRefreshForObservers()
-                    } catch {
-                        store.reportDirectoryReplaced(found: false, error)
+                hub.moveToReplacedDirectory { [self] directory in
+                    try withState { state in
+                        try ensureWatch(&state, directory, suite: hub.suite)
+                        let moved = WeakHub(hub)
+                        moved.observations = observations
+                        state.watches[directory.identity]!.watchers.hubs[hub.suite] = moved
                     }
                 }
             }
@@ -300,61 +287,65 @@ final class ChangeWatcher: Sendable {
             guard let count = Inotify.read(inotify, into: buffer, capacity: capacity) else { return }
             var touched: [(DirectoryIdentity, String)] = []
             var everything = false
-            var lostStores: [SuiteStore] = []
+            var lostHubs: [ObserverHub] = []
             // A simulated overflow loses this batch's events, as a real one would.
-            var offset = SuiteFaultInjection.takeSimulatedOverflow() ? count : 0
-            if offset == count { everything = true }
-            while offset + MemoryLayout<inotify_event>.size <= count {
-                let event = (buffer + offset).loadUnaligned(as: inotify_event.self)
-                let nameStart = buffer + offset + MemoryLayout<inotify_event>.size
-                let name = event.len > 0 ? String(cString: nameStart.assumingMemoryBound(to: CChar.self)) : ""
-                offset += MemoryLayout<inotify_event>.size + Int(event.len)
-                if event.mask & UInt32(IN_Q_OVERFLOW) != 0 {
+            let simulatedOverflow = SuiteFaultInjection.takeSimulatedOverflow()
+            let events = simulatedOverflow ? [] : Inotify.events(in: buffer, count: count)
+            if simulatedOverflow { everything = true }
+            for event in events {
+                if event.mask.contains(.queueOverflowed) {
                     // Events were lost: every suite catches up from its file.
                     everything = true
                     continue
                 }
-                if event.mask & UInt32(IN_IGNORED) != 0 {
+                if event.mask.contains(.watchRemoved) {
                     // A watch we did not remove ourselves was lost: its directory is gone.
-                    lostStores += withState { state in
-                        guard let identity = state.identities[event.wd] else { return [] }
+                    lostHubs += withState { state in
+                        guard let identity = state.identities[event.watch] else { return [] }
                         return lose(&state, identity)
                     }
                     continue
                 }
-                if event.mask & UInt32(IN_DELETE | IN_MOVED_FROM) != 0 && event.mask & UInt32(IN_ISDIR) != 0 {
-                    lostStores += withState { state in nameRemoved(&state, parent: event.wd, name: name) }
+                if !event.mask.isDisjoint(with: [.deleted, .movedFrom]) && event.mask.contains(.isDirectory) {
+                    lostHubs += withState { state in nameRemoved(&state, parent: event.watch, name: event.name) }
                     // The same descriptor may also watch that parent as a suite directory.
                 }
-                guard name.hasSuffix(SuiteFiles.dataSuffix), let identity = withState({ $0.identities[event.wd] }) else {
-                    continue
-                }
-                let suite = String(name.dropLast(SuiteFiles.dataSuffix.count))
+                guard let suite = SuiteFiles.suiteName(ofDataFile: event.name),
+                      let identity = withState({ $0.identities[event.watch] })
+                else { continue }
                 if !touched.contains(where: { $0.0 == identity && $0.1 == suite }) { touched.append((identity, suite)) }
             }
-            for store in lostStores { store.reportDirectoryRemoved() }
+            for hub in lostHubs { hub.directoryRemoved() }
             // Collected under the lock, called outside it. Neither call blocks: this one
             // thread serves every suite, so it never waits for any suite's lock.
-            let (stores, listeners) = withState { state -> ([SuiteStore], [(DirectoryListener, String?)]) in
-                var stores: [SuiteStore] = []
+            let (hubs, listeners) = withState { state -> ([ObserverHub], [(DirectoryListener, String?)]) in
+                var hubs: [ObserverHub] = []
                 var listeners: [(DirectoryListener, String?)] = []
                 if everything {
-                    stores = state.watches.values.flatMap { $0.watchers.stores.values.compactMap(\.store) }
+                    hubs = state.watches.values.flatMap { $0.watchers.hubs.values.compactMap(\.hub) }
                     listeners = state.watches.values.flatMap { $0.watchers.listeners.values.map { ($0, nil) } }
                 }
                 for (identity, suite) in touched {
                     guard let watch = state.watches[identity] else { continue }
                     guard !everything else { break }
-                    if let store = watch.watchers.stores[suite]?.store { stores.append(store) }
+                    if let hub = watch.watchers.hubs[suite]?.hub { hubs.append(hub) }
                     listeners += watch.watchers.listeners.values.map { ($0, suite) }
                 }
-                return (stores, listeners)
+                return (hubs, listeners)
             }
-            for store in stores {
-                if everything { store.reportLostEvents() }
-                store.scheduleRefreshForObservers()
+            for hub in hubs {
+                if everything { hub.lostEvents() }
+                hub.scheduleRefresh()
             }
             for (listener, suite) in listeners { listener.handler(suite) }
         }
+    }
+}
+
+// TEMPORARY until SuiteFiles owns the rule (merge of wt-system).
+extension SuiteFiles {
+    static func suiteName(ofDataFile fileName: String) -> String? {
+        guard fileName.hasSuffix(dataSuffix) else { return nil }
+        return String(fileName.dropLast(dataSuffix.count))
     }
 }

@@ -6,25 +6,32 @@ extension Suite {
     /// released. The contents of a suite created later arrive as changes from nil
     /// (of kind `.netChange` for what it held when it was found).
     ///
+    /// `onError` receives what keeps a suite's changes from arriving, as for one
+    /// suite (see `SuiteObservation`), and a suite found that cannot be observed.
+    ///
     /// - Throws: `SuiteError` `.notFound` when the directory does not exist, or when
     ///   it cannot be watched.
     public static func observeSuites(
         in directory: URL? = nil, keys: [String]? = nil, includingCurrentValues: Bool = false,
-        options: Options = Options(), onChange: @escaping @Sendable (SuiteChange) -> Void
+        options: Options = Options(), onError: (@Sendable (SuiteError) -> Void)? = nil,
+        onChange: @escaping @Sendable (SuiteChange) -> Void
     ) throws -> SuiteCancellable {
         let observation = try DirectoryObservation(
-            directory: directory ?? defaultDirectory(), keys: keys.map(Set.init), options: options, handler: onChange)
+            directory: directory ?? defaultDirectory(), keys: keys.map { Set($0.map(Validation.normalized)) }, options: options,
+            onError: onError, onChange: onChange)
         try observation.start(includingCurrentValues: includingCurrentValues)
         return SuiteCancellable { observation.cancel() }
     }
 
     /// The changes to every suite in a directory, including suites created later, as
-    /// an asynchronous sequence; see `observeSuites(in:keys:includingCurrentValues:options:onChange:)`.
+    /// an asynchronous sequence, which ends with the first error (the loop throws it);
+    /// see `observeSuites(in:keys:includingCurrentValues:options:onError:onChange:)`.
     public static func changesOfSuites(
         in directory: URL? = nil, keys: [String]? = nil, includingCurrentValues: Bool = false
-    ) throws -> SuiteChanges {
-        try SuiteChanges { handler in
-            try observeSuites(in: directory, keys: keys, includingCurrentValues: includingCurrentValues, onChange: handler)
+    ) throws -> SuiteUpdates<SuiteChange> {
+        try SuiteUpdates { yield, fail in
+            try observeSuites(in: directory, keys: keys, includingCurrentValues: includingCurrentValues,
+                              onError: fail, onChange: yield)
         }
     }
 }
@@ -34,7 +41,8 @@ final class DirectoryObservation: Sendable {
     private let directory: URL
     private let keys: Set<String>?
     private let options: Suite.Options
-    private let handler: @Sendable (SuiteChange) -> Void
+    private let onError: (@Sendable (SuiteError) -> Void)?
+    private let onChange: @Sendable (SuiteChange) -> Void
     private let handle: DirectoryHandle
     private struct Observed {
         var suites: [String: (suite: Suite, token: SuiteCancellable)] = [:]
@@ -45,11 +53,13 @@ final class DirectoryObservation: Sendable {
     /// Where suites found by the watcher are opened, away from the watcher's thread.
     private let opening = SerialQueue(name: "suite-directory")
 
-    init(directory: URL, keys: Set<String>?, options: Suite.Options, handler: @escaping @Sendable (SuiteChange) -> Void) throws {
+    init(directory: URL, keys: Set<String>?, options: Suite.Options, onError: (@Sendable (SuiteError) -> Void)?,
+         onChange: @escaping @Sendable (SuiteChange) -> Void) throws {
         self.directory = URL(fileURLWithPath: PathNormalization.standardized(directory.filePath), isDirectory: true)
         self.keys = keys
         self.options = options
-        self.handler = handler
+        self.onError = onError
+        self.onChange = onChange
         do {
             handle = try DirectoryHandle.open(path: self.directory.filePath)
         } catch {
@@ -81,12 +91,13 @@ final class DirectoryObservation: Sendable {
             guard !observed.cancelled, observed.suites[name] == nil, (try? Suite.validate(name: name)) != nil else { return }
             do {
                 let suite = try Suite(named: name, directory: directory, options: options)
-                let token = try suite.store.addObserver(keys: keys, initialValues: initialValues,
-                                                        lockTimeout: options.lockTimeout, handler: handler)
+                let sink = ObserverSink(keys: keys, onError: onError, onChange: onChange)
+                let token = try ObserverHub.of(suite.store).add(sink, initialValues: initialValues, lockTimeout: options.lockTimeout)
                 observed.suites[name] = (suite, token)
             } catch {
                 SuiteDiagnostics.report(SuiteDiagnostic(kind: .refreshFailed, suite: name, directory: directory.filePath,
                                                         message: "Could not observe the suite: \(error)"))
+                onError?(SuiteError(error, suite: name, doing: "observe the suite"))
             }
         }
     }

@@ -1,21 +1,26 @@
 import Synchronization
 
-/// One observer of one suite: which keys it wants, and where its changes go.
+/// One observer of one suite: which keys it wants, and where its changes and errors go.
 final class ObserverSink: Sendable {
     let keys: Set<String>?
-    private let handler: @Sendable (SuiteChange) -> Void
+    private let onChange: @Sendable (SuiteChange) -> Void
+    private let onError: (@Sendable (SuiteError) -> Void)?
     private let active = Atomic<Bool>(true)
 
-    init(keys: Set<String>?, handler: @escaping @Sendable (SuiteChange) -> Void) {
+    init(keys: Set<String>?, onError: (@Sendable (SuiteError) -> Void)?, onChange: @escaping @Sendable (SuiteChange) -> Void) {
         self.keys = keys
-        self.handler = handler
+        self.onChange = onChange
+        self.onError = onError
     }
-
-    func wants(_ key: String) -> Bool { keys?.contains(key) ?? true }
 
     /// Hands over a change, unless the observation was cancelled in the meantime.
     func receive(_ change: SuiteChange) {
-        if active.load(ordering: .acquiring) && wants(change.key) { handler(change) }
+        if active.load(ordering: .acquiring) && (keys?.contains(change.key) ?? true) { onChange(change) }
+    }
+
+    /// Hands over an error, unless the observation was cancelled in the meantime.
+    func fail(_ error: SuiteError) {
+        if active.load(ordering: .acquiring) { onError?(error) }
     }
 
     func deactivate() { active.store(false, ordering: .releasing) }

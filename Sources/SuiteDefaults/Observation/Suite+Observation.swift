@@ -10,28 +10,37 @@ extension Suite {
     /// }
     /// ```
     ///
-    /// `onChange` runs on a private serial queue of the suite, one change at a time.
-    /// Changes committed before this call are not delivered; with
+    /// `onChange` and `onError` run on a private serial queue of the suite, one call
+    /// at a time. Changes committed before this call are not delivered; with
     /// `includingCurrentValues`, the current values come first, as changes of kind
-    /// `.initialValue` from nil.
+    /// `.initialValue` from nil. See `SuiteObservation` for what reaches `onError`.
     ///
     /// - Parameter keys: the keys to observe; nil for every key.
     /// - Throws: `SuiteError` when the directory cannot be watched (inotify limits).
     public func observe(
         keys: [String]? = nil, includingCurrentValues: Bool = false,
-        onChange: @escaping @Sendable (SuiteChange) -> Void
+        onError: (@Sendable (SuiteError) -> Void)? = nil, onChange: @escaping @Sendable (SuiteChange) -> Void
     ) throws -> SuiteCancellable {
-        try store.addObserver(keys: keys.map { Set($0.map(Validation.normalized)) },
-                              initialValues: includingCurrentValues ? .initialValue : nil,
-                              lockTimeout: options.lockTimeout, handler: onChange)
+        try SuiteObservation(keyNames: keys, includesCurrentValues: includingCurrentValues)
+            .start(in: self, onError: onError, onChange: onChange)
+    }
+
+    /// Observes typed keys: `suite.observe(.workouts, .unitSystem) { change in … }`;
+    /// see `observe(keys:includingCurrentValues:onError:onChange:)`.
+    public func observe<each Value>(
+        _ keys: repeat SuiteKey<each Value>, includingCurrentValues: Bool = false,
+        onError: (@Sendable (SuiteError) -> Void)? = nil, onChange: @escaping @Sendable (SuiteChange) -> Void
+    ) throws -> SuiteCancellable {
+        try SuiteObservation.keys(repeat each keys).including(currentValues: includingCurrentValues)
+            .start(in: self, onError: onError, onChange: onChange)
     }
 
     /// The changes to the suite, from any process, in commit order, as an
     /// asynchronous sequence. Leaving the loop, or cancelling its task, ends the
-    /// observation.
+    /// observation; so does an error, which the loop throws.
     ///
     /// ```swift
-    /// for await change in try suite.changes(forKeys: ["units.system"]) {
+    /// for try await change in try suite.changes(forKeys: ["units.system"]) {
     ///     redraw(with: change.newValue)
     /// }
     /// ```
@@ -41,32 +50,15 @@ extension Suite {
     ///   - includingCurrentValues: deliver the current values first, as changes of
     ///     kind `.initialValue` from nil.
     /// - Throws: `SuiteError` when the directory cannot be watched (inotify limits).
-    public func changes(forKeys keys: [String]? = nil, includingCurrentValues: Bool = false) throws -> SuiteChanges {
-        try SuiteChanges { handler in
-            try observe(keys: keys, includingCurrentValues: includingCurrentValues, onChange: handler)
-        }
-    }
-}
-
-/// An asynchronous sequence of changes; see `Suite.changes(forKeys:includingCurrentValues:)`.
-///
-/// The observation lives as long as the sequence or an iterator of it: it ends when
-/// the loop over it ends, or its task is cancelled. Changes wait in an unbounded
-/// buffer until the loop takes them, so none is dropped.
-public struct SuiteChanges: AsyncSequence, Sendable {
-    public typealias Element = SuiteChange
-    public typealias Failure = Never
-
-    private let stream: AsyncStream<SuiteChange>
-
-    init(_ start: (@escaping @Sendable (SuiteChange) -> Void) throws -> SuiteCancellable) throws {
-        let (stream, continuation) = AsyncStream.makeStream(of: SuiteChange.self, bufferingPolicy: .unbounded)
-        let token = try start { change in continuation.yield(change) }
-        continuation.onTermination = { _ in token.cancel() }
-        self.stream = stream
+    public func changes(forKeys keys: [String]? = nil, includingCurrentValues: Bool = false) throws -> SuiteUpdates<SuiteChange> {
+        try SuiteObservation(keyNames: keys, includesCurrentValues: includingCurrentValues).changes(in: self)
     }
 
-    public func makeAsyncIterator() -> AsyncStream<SuiteChange>.Iterator {
-        stream.makeAsyncIterator()
+    /// The changes of typed keys as an asynchronous sequence; see
+    /// `changes(forKeys:includingCurrentValues:)`.
+    public func changes<each Value>(
+        for keys: repeat SuiteKey<each Value>, includingCurrentValues: Bool = false
+    ) throws -> SuiteUpdates<SuiteChange> {
+        try SuiteObservation.keys(repeat each keys).including(currentValues: includingCurrentValues).changes(in: self)
     }
 }

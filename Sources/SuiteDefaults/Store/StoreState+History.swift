@@ -26,7 +26,7 @@ extension StoreState {
         }
     }
 
-    /// With observers, moving to a new data file (already read whole into `records`):
+    /// Collecting changes, moving to a new data file (already read whole into `records`):
     /// delivers every commit this process had not read, from the old file, the
     /// history and the new file, in order; net changes only for what none of them hold.
     func continueObserving(into descriptor: FileDescriptor, records: [Record]) {
@@ -47,7 +47,7 @@ extension StoreState {
             readHistory(until: startSequence)
         }
         let continues = startSequence.map { $0 == contents.lastSequence && view.isLoaded } ?? false
-        replaceContents(with: start, reportingChanges: !continues && start.values != contents.values)
+        replaceContents(with: start, recordingChanges: !continues && start.values != contents.values)
         for record in commits { apply(record) }
     }
 

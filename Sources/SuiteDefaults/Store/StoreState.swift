@@ -27,7 +27,7 @@ final class StoreState: @unchecked Sendable {
     var writable: Bool
     var dataFile: FileDescriptor?
     /// The committed state as last read. Changed only through `apply(_:)` and
-    /// `replaceContents(with:)`, which report the changes to observers.
+    /// `replaceContents(with:)`, which record the changes while `collectsChanges`.
     private(set) var contents = SuiteContents()
     /// The fork epoch the files were opened in; in a child they are the parent's.
     let epoch = ForkEpoch.current
@@ -48,15 +48,13 @@ final class StoreState: @unchecked Sendable {
     var view = View()
     /// A compaction that failed is not tried again before the file reaches this length.
     var compactionRetryLength = 0
-    /// Diagnostics found under the lock, reported once it is released.
-    var pendingDiagnostics: [SuiteDiagnostic] = []
+    /// What was applied and diagnosed since the owner last took it.
+    private var outcome = EngineOutcome()
+    /// Whether applying a commit records its key changes in the outcome. Off until a
+    /// layer above asks: until then, no change is computed.
+    var collectsChanges = false
     /// The last refresh failure reported, so a read that keeps failing reports once.
     var lastRefreshFailure: String?
-    /// The observers of this suite in this process. While there are none, no change
-    /// is computed: observing costs nothing until someone observes.
-    var observers: [UInt64: ObserverSink] = [:]
-    /// Changes found under the lock, handed to the observers in this order.
-    var pendingChanges: [SuiteChange] = []
 
     init(files: SuiteFiles) throws {
         self.files = files
@@ -80,11 +78,23 @@ final class StoreState: @unchecked Sendable {
     /// A state that takes over from `previous`: after a fork (the child's own files),
     /// or when the suite's directory was made anew. It starts from what `previous`
     /// read, so that a read that cannot refresh answers with that, and the first
-    /// catch-up reports the difference to the observers it keeps.
-    convenience init(files: SuiteFiles, continuing previous: StoreState, keepingObservers: Bool) throws {
+    /// catch-up records the difference, if it collects changes.
+    convenience init(files: SuiteFiles, continuing previous: StoreState, collectingChanges: Bool) throws {
         try self.init(files: files)
         contents = previous.contents
-        if keepingObservers { observers = previous.observers }
+        collectsChanges = collectingChanges
+    }
+
+    /// What was applied and diagnosed since the last call, handed over once.
+    func takeOutcome() -> EngineOutcome {
+        defer { outcome = EngineOutcome() }
+        return outcome
+    }
+
+    /// The commits applied since the last call, handed over once.
+    func takeAppliedCommits() -> [AppliedCommit] {
+        defer { outcome.commits = [] }
+        return outcome.commits
     }
 
     /// Opens and maps the lock file.
@@ -120,7 +130,7 @@ final class StoreState: @unchecked Sendable {
     var suite: String { files.suite }
 
     func diagnose(_ kind: SuiteDiagnostic.Kind, path: String? = nil, _ message: String) {
-        pendingDiagnostics.append(SuiteDiagnostic(kind: kind, suite: suite, directory: files.directory.path,
+        outcome.diagnostics.append(SuiteDiagnostic(kind: kind, suite: suite, directory: files.directory.path,
                                                   path: path, message: message))
     }
 
@@ -230,7 +240,7 @@ final class StoreState: @unchecked Sendable {
             try damageFound(exclusive: exclusive)
             return nil
         }
-        if observers.isEmpty {
+        if !collectsChanges {
             dataFile?.close()
             dataFile = descriptor
             var replay = SuiteContents()
@@ -280,30 +290,26 @@ final class StoreState: @unchecked Sendable {
 
     // MARK: Changing the contents
 
-    /// Applies one commit, reporting its changes to the observers, if any.
+    /// Applies one commit, recording its changes while `collectsChanges`.
     func apply(_ record: Record) {
-        guard !observers.isEmpty else { return contents.apply(record) }
+        guard collectsChanges else { return contents.apply(record) }
         var changes: [KeyChange]? = []
         contents.apply(record, changes: &changes)
-        let timestamp = Date(timeIntervalSince1970: Double(record.timestamp) / 1e9)
-        let ours = record.pid == getpid()
-        for change in changes ?? [] {
-            pendingChanges.append(SuiteChange(suite: suite, key: change.key, oldValue: change.oldValue, newValue: change.newValue,
-                                              sequence: record.sequence, pid: record.pid, isFromThisProcess: ours,
-                                              kind: .commit, timestamp: timestamp))
-        }
+        guard let changes, !changes.isEmpty else { return }
+        outcome.commits.append(AppliedCommit(kind: .commit, sequence: record.sequence, pid: record.pid,
+                                             timestamp: Date(timeIntervalSince1970: Double(record.timestamp) / 1e9),
+                                             changes: changes))
     }
 
-    /// Replaces the contents with a state read whole, reporting the net change of
-    /// every key to the observers, if any (unless the new state is known to be the
-    /// same as the old one, only read in another form).
-    func replaceContents(with new: SuiteContents, reportingChanges: Bool = true) {
-        if reportingChanges && !observers.isEmpty {
-            let now = Date()
-            for change in contents.changes(to: new).sorted(by: { $0.key < $1.key }) {
-                pendingChanges.append(SuiteChange(suite: suite, key: change.key, oldValue: change.oldValue, newValue: change.newValue,
-                                                  sequence: new.lastSequence, pid: 0, isFromThisProcess: false,
-                                                  kind: .netChange, timestamp: now))
+    /// Replaces the contents with a state read whole, recording the net change of
+    /// every key while `collectsChanges` (unless the new state is known to be the same
+    /// as the old one, only read in another form).
+    func replaceContents(with new: SuiteContents, recordingChanges: Bool = true) {
+        if recordingChanges && collectsChanges {
+            let changes = contents.changes(to: new).sorted(by: { $0.key < $1.key })
+            if !changes.isEmpty {
+                outcome.commits.append(AppliedCommit(kind: .netChange, sequence: new.lastSequence, pid: 0,
+                                                     timestamp: Date(), changes: changes))
             }
         }
         contents = new

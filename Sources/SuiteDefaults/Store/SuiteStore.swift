@@ -1,14 +1,13 @@
 import Foundation
-import Glibc
 import Synchronization
 
 /// One suite as this process sees it, shared by every `Suite` instance of the same
-/// suite in the process: the cache, the open files, the registered defaults.
+/// suite in the process: the engine's state behind a lock, and the registered
+/// defaults.
 ///
-/// Threads are kept apart by a lock, processes by `flock` on the lock file. In a
+/// Threads are kept apart by the lock, processes by `flock` on the lock file. In a
 /// forked child, the first use opens the files again (the parent's descriptors carry
-/// the parent's locks) and reads the suite afresh; observations made before the fork
-/// stay with the parent.
+/// the parent's locks) and reads the suite afresh, collecting no changes.
 final class SuiteStore: Sendable {
     let name: String
     let directoryPath: String
@@ -20,10 +19,9 @@ final class SuiteStore: Sendable {
     /// was in, since a forked child's new threads may reuse a parent's thread ID.
     private let transactionThread = Atomic<UInt>(0)
     private let transactionEpoch = Atomic<UInt32>(0)
-    /// Where this suite's observers are served, made with the first observer: a
-    /// process that only reads and writes starts no thread for them.
-    private let observerQueue = Locked<ObserverQueue?>(nil)
-    private let nextObserverID = Atomic<UInt64>(1)
+    /// Who receives the commits applied while the state collects changes (the
+    /// observation layer sets it up with the first observer).
+    private let listener = Locked<(any AppliedCommitListener)?>(nil)
 
     init(name: String, directory: DirectoryHandle, sharing: Suite.Sharing, lockTimeout: Duration?) throws {
         self.name = name
@@ -34,10 +32,8 @@ final class SuiteStore: Sendable {
         try refresh(lockTimeout: lockTimeout)
     }
 
-    private static var currentThread: UInt { UInt(bitPattern: Int(bitPattern: UInt(pthread_self()))) }
-
     private func checkNotInsideTransaction() {
-        if transactionThread.load(ordering: .relaxed) == Self.currentThread
+        if transactionThread.load(ordering: .relaxed) == CurrentProcess.thread
             && transactionEpoch.load(ordering: .relaxed) == ForkEpoch.current {
             preconditionFailure("Suite \"\(name)\" was used inside its own update block; use the transaction passed to the block instead.")
         }
@@ -51,7 +47,7 @@ final class SuiteStore: Sendable {
     /// answers with that rather than with nothing).
     private func current(_ state: inout StoreState) throws -> StoreState {
         if state.epoch != ForkEpoch.current {
-            state = try StoreState(files: files(in: state.files.directory), continuing: state, keepingObservers: false)
+            state = try StoreState(files: files(in: state.files.directory), continuing: state, collectingChanges: false)
         }
         return state
     }
@@ -61,19 +57,19 @@ final class SuiteStore: Sendable {
     }
 
     /// The suite's directory was removed and a directory made at its path: moves to
-    /// the files there, keeping the contents read so far (so that observers hear of
-    /// the difference as net changes) and the observers.
+    /// the files there, keeping the contents read so far (so that the difference is
+    /// collected as net changes) and whether changes are collected.
     func moveToReplacedDirectory() throws {
         let directory = try SuiteFiles.openDirectory(path: directoryPath, sharing: sharing, suite: name, creating: false)
         try state.withLock { state in
             let previous = try current(&state)
-            state = try StoreState(files: files(in: directory), continuing: previous, keepingObservers: true)
+            state = try StoreState(files: files(in: directory), continuing: previous, collectingChanges: previous.collectsChanges)
         }
     }
 
-    /// Runs `body` with the state locked, then reports what it diagnosed. The changes
-    /// it found are queued for the observers before the lock is released, so they
-    /// reach every observer in commit order.
+    /// Runs `body` with the state locked, then takes what the engine did: the
+    /// commits it applied go to the listener before the lock is released, so that
+    /// they reach it in commit order; the diagnostics are reported after.
     private func withState<R>(_ body: (StoreState) throws -> R) throws -> R {
         checkNotInsideTransaction()
         var diagnostics: [SuiteDiagnostic] = []
@@ -81,24 +77,40 @@ final class SuiteStore: Sendable {
         return try state.withLock { state in
             let state = try current(&state)
             defer {
-                diagnostics = state.pendingDiagnostics
-                state.pendingDiagnostics = []
-                deliverPendingChanges(state)
+                handOverCommits(state)
+                diagnostics = state.takeOutcome().diagnostics
             }
             return try body(state)
         }
     }
 
-    /// Under the state lock: hands the changes found to the observers registered now.
-    private func deliverPendingChanges(_ state: StoreState) {
-        guard !state.pendingChanges.isEmpty else { return }
-        let changes = state.pendingChanges
-        let sinks = Array(state.observers.values)
-        state.pendingChanges = []
-        queue.async {
-            for change in changes {
-                for sink in sinks { sink.receive(change) }
-            }
+    /// Under the state lock: gives the commits applied so far to the listener.
+    private func handOverCommits(_ state: StoreState) {
+        let commits = state.takeAppliedCommits()
+        if !commits.isEmpty { listener.withLock { $0 }?.store(self, applied: commits) }
+    }
+
+    // MARK: Collecting changes
+
+    /// The listener of this store, made by `make` when there is none of that type.
+    func listener<Listener: AppliedCommitListener>(orMake make: () -> Listener) -> Listener {
+        listener.withLock { current in
+            if let existing = current as? Listener { return existing }
+            let made = make()
+            current = made
+            return made
+        }
+    }
+
+    /// Under the state lock: catches up (with `catchingUp`, as far as the lock file is
+    /// not needed), hands what that applied to the listener, then runs `body` on the
+    /// contents, where it says whether changes are collected from now on. So nothing
+    /// committed falls between what the listener was given and what `body` sees.
+    func withChangeCollection<R>(catchingUp: Bool, _ body: (SuiteContents, inout Bool) -> R) throws -> R {
+        try withState { state in
+            if catchingUp { try? state.catchUp(exclusive: false) }
+            handOverCommits(state)
+            return body(state.contents, &state.collectsChanges)
         }
     }
 
@@ -145,7 +157,8 @@ final class SuiteStore: Sendable {
         }
     }
 
-    /// Refreshes, throwing what a read would only report.
+    /// Refreshes, throwing what a read would only report. With no `lockTimeout`, waits
+    /// as long as it takes, without keeping the process's other threads from reading.
     func reload(lockTimeout: Duration?) throws {
         do {
             try refresh(lockTimeout: lockTimeout)
@@ -255,7 +268,7 @@ final class SuiteStore: Sendable {
             let started = MonotonicClock.nanoseconds()
             do {
                 transactionEpoch.store(ForkEpoch.current, ordering: .relaxed)
-                transactionThread.store(Self.currentThread, ordering: .relaxed)
+                transactionThread.store(CurrentProcess.thread, ordering: .relaxed)
                 defer { transactionThread.store(0, ordering: .relaxed) }
                 result = try body(transaction)
             } catch {
@@ -310,134 +323,4 @@ final class SuiteStore: Sendable {
             }
         }
     }
-
-    // MARK: Observation
-
-    /// The queue of this suite's observers, made with the first; in a forked child,
-    /// made again (the parent's thread does not exist there).
-    private var queue: ObserverQueue {
-        observerQueue.withLock { queue in
-            if let queue, queue.serial.epoch == ForkEpoch.current { return queue }
-            let made = ObserverQueue(serial: SerialQueue(name: "suite-observers"))
-            queue = made
-            return made
-        }
-    }
-
-    /// Adds an observer. The directory is watched before the observer is registered,
-    /// so no write can fall between the two unseen.
-    func addObserver(keys: Set<String>?, initialValues: SuiteChange.Kind?, lockTimeout: Duration?,
-                     handler: @escaping @Sendable (SuiteChange) -> Void) throws -> SuiteCancellable {
-        try ChangeWatcher.shared.watch(self)
-        let sink = ObserverSink(keys: keys, handler: handler)
-        let id = nextObserverID.wrappingAdd(1, ordering: .relaxed).oldValue
-        // Catch up first: what was committed before this point is not a change to
-        // this observer, and earlier observers receive it before anything below.
-        try? refresh(lockTimeout: lockTimeout)
-        do {
-            try withState { state in
-                try? state.catchUp(exclusive: false)
-                if let kind = initialValues {
-                    let now = Date()
-                    let contents = state.contents
-                    let delivered = (keys.map(Array.init) ?? Array(contents.values.keys)).sorted()
-                    let initial = delivered.compactMap { key in
-                        contents[key].map {
-                            SuiteChange(suite: name, key: key, oldValue: nil, newValue: $0, sequence: contents.lastSequence,
-                                        pid: 0, isFromThisProcess: false, kind: kind, timestamp: now)
-                        }
-                    }
-                    queue.async { initial.forEach(sink.receive) }
-                }
-                state.observers[id] = sink
-            }
-        } catch {
-            ChangeWatcher.shared.unwatch(self)
-            throw error
-        }
-        // The token keeps the store alive: an observation lasts until it is cancelled,
-        // even when no `Suite` instance remains.
-        let epoch = ForkEpoch.current
-        return SuiteCancellable {
-            sink.deactivate()
-            // In a forked child, the observation stayed with the parent.
-            if epoch == ForkEpoch.current { self.removeObserver(id) }
-        }
-    }
-
-    private func removeObserver(_ id: UInt64) {
-        let removed = state.withLock { $0.epoch == ForkEpoch.current && $0.observers.removeValue(forKey: id) != nil }
-        if removed { ChangeWatcher.shared.unwatch(self) }
-    }
-
-    /// How many observers this suite has in this process.
-    var observerCount: Int { state.withLock { $0.epoch == ForkEpoch.current ? $0.observers.count : 0 } }
-
-    /// Called by the change watcher when the suite's file changed, or may have: the
-    /// suite catches up on its observers' queue. Events that come while a catch-up
-    /// is waiting to start are covered by it.
-    func scheduleRefreshForObservers() {
-        let queue = self.queue
-        guard !queue.refreshScheduled.exchange(true, ordering: .acquiringAndReleasing) else { return }
-        queue.async { [self] in
-            queue.refreshScheduled.store(false, ordering: .releasing)
-            refreshForObservers()
-        }
-    }
-
-    private func refreshForObservers() {
-        do {
-            // Waits as long as it takes, without keeping the process's other threads
-            // from reading: a watcher has nobody to report a timeout to.
-            try refresh(lockTimeout: nil)
-        } catch {
-            try? withState { $0.diagnose(.refreshFailed, "Could not read a change of the suite: \(error)") }
-        }
-    }
-
-    /// Says that the suite's directory was removed.
-    func reportDirectoryRemoved() {
-        SuiteDiagnostics.report(SuiteDiagnostic(
-            kind: .directoryReplaced, suite: name, directory: directoryPath,
-            message: "The suite's directory was removed; its observers hear nothing until a directory is made at \(directoryPath), where the suite is then observed."))
-    }
-
-    /// Says that a directory at the removed one's path was found, and whether the
-    /// suite is observed there.
-    func reportDirectoryReplaced(found: Bool, _ error: (any Error)? = nil) {
-        let message = found
-            ? "A directory was made again at \(directoryPath); the suite is observed there, and its observers received what differs as net changes."
-            : "A directory was made again at \(directoryPath), but the suite cannot be opened there: \(error.map { "\($0)" } ?? "unknown error"); it is not observed any more."
-        SuiteDiagnostics.report(SuiteDiagnostic(kind: .directoryReplaced, suite: name, directory: directoryPath, message: message))
-    }
-
-    /// Says that change events were lost; the refresh that follows catches up.
-    func reportLostEvents() {
-        SuiteDiagnostics.report(SuiteDiagnostic(
-            kind: .changeEventsLost, suite: name, directory: directoryPath,
-            message: "Change events were lost (the inotify queue overflowed or a watch was lost); catching up from the suite file."))
-    }
-
-    /// Runs `work` on the observers' queue after the changes already queued.
-    func enqueueForObservers(_ work: @escaping @Sendable () -> Void) {
-        queue.async(work)
-    }
-
-    /// Waits until every change found so far has been handed to the observers.
-    func waitForDelivery() {
-        queue.waitForQueuedJobs()
-    }
-}
-
-/// Where one suite's observers are served: catch-ups and deliveries, one at a time,
-/// in the order the changes were found under the lock.
-private final class ObserverQueue: Sendable {
-    let serial: SerialQueue
-    /// Whether a catch-up is queued and not yet started.
-    let refreshScheduled = Atomic<Bool>(false)
-
-    init(serial: SerialQueue) { self.serial = serial }
-
-    func async(_ job: @escaping @Sendable () -> Void) { serial.async(job) }
-    func waitForQueuedJobs() { serial.waitForQueuedJobs() }
 }

@@ -3,14 +3,63 @@ import Glibc
 /// The inotify calls the change watcher makes: one instance per process, watches on
 /// directories, and a blocking read of events.
 enum Inotify {
+    /// What a watch asks for, and what an event says.
+    struct Mask: OptionSet, Sendable {
+        let rawValue: UInt32
+
+        static let modified = Mask(rawValue: UInt32(IN_MODIFY))
+        static let created = Mask(rawValue: UInt32(IN_CREATE))
+        static let movedTo = Mask(rawValue: UInt32(IN_MOVED_TO))
+        static let movedFrom = Mask(rawValue: UInt32(IN_MOVED_FROM))
+        static let attributesChanged = Mask(rawValue: UInt32(IN_ATTRIB))
+        static let deleted = Mask(rawValue: UInt32(IN_DELETE))
+        /// Watch: only if the path is a directory.
+        static let onlyDirectory = Mask(rawValue: UInt32(IN_ONLYDIR))
+        /// Watch: add to the mask of an existing watch of the same directory.
+        static let addingToExisting = Mask(rawValue: UInt32(bitPattern: IN_MASK_ADD))
+        /// Event: the entry named is a directory.
+        static let isDirectory = Mask(rawValue: UInt32(bitPattern: IN_ISDIR))
+        /// Event: the queue overflowed, and events were lost.
+        static let queueOverflowed = Mask(rawValue: UInt32(IN_Q_OVERFLOW))
+        /// Event: the watch is gone (removed, or its directory was).
+        static let watchRemoved = Mask(rawValue: UInt32(IN_IGNORED))
+    }
+
+    /// One event: the watch it came from, what happened, and the name of the entry in
+    /// the watched directory ("" for the directory itself).
+    struct Event: Sendable {
+        var watch: Int32
+        var mask: Mask
+        var name: String
+    }
+
+    /// Splits `count` bytes read from an instance into events.
+    static func events(in buffer: UnsafeRawPointer, count: Int) -> [Event] {
+        var events: [Event] = []
+        var offset = 0
+        let headerSize = MemoryLayout<inotify_event>.size
+        while offset + headerSize <= count {
+            let event = (buffer + offset).loadUnaligned(as: inotify_event.self)
+            let nameLength = Int(event.len)
+            guard offset + headerSize + nameLength <= count else { break }
+            let nameStart = (buffer + offset + headerSize).assumingMemoryBound(to: UInt8.self)
+            // The name is padded with NULs to its length.
+            let bytes = UnsafeBufferPointer(start: nameStart, count: nameLength)
+            let name = String(decoding: bytes.prefix { $0 != 0 }, as: UTF8.self)
+            events.append(Event(watch: event.wd, mask: Mask(rawValue: event.mask), name: name))
+            offset += headerSize + nameLength
+        }
+        return events
+    }
+
     /// A new instance, close-on-exec.
     static func open() throws -> CInt {
         try retryingInterrupts("inotify_init1") { inotify_init1(Int32(IN_CLOEXEC)) }
     }
 
     /// Watches the directory at `path` for `mask`; returns the watch descriptor.
-    static func watch(_ instance: CInt, path: String, mask: UInt32) throws -> Int32 {
-        try retryingInterrupts("inotify_add_watch", path: path) { inotify_add_watch(instance, path, mask) }
+    static func watch(_ instance: CInt, path: String, mask: Mask) throws -> Int32 {
+        try retryingInterrupts("inotify_add_watch", path: path) { inotify_add_watch(instance, path, mask.rawValue) }
     }
 
     static func removeWatch(_ instance: CInt, _ watch: Int32) {

@@ -1,0 +1,231 @@
+import Foundation
+import Synchronization
+
+/// The observers of one suite in this process, and where they are served.
+///
+/// The store hands it every commit it applies while someone observes (under the
+/// store's lock, so in commit order); the hub turns them into `SuiteChange`s and
+/// queues them for the observers registered at that moment. The change watcher
+/// tells it when the suite's file changed, and it catches the store up on its
+/// queue. One hub per store, made with the first observer: a process that only
+/// reads and writes starts no thread for observers.
+final class ObserverHub: AppliedCommitListener {
+    /// Weak: the store owns its hub. An observation's token keeps the store alive.
+    private weak let store: SuiteStore?
+    let suite: String
+    let directoryPath: String
+
+    private struct Observers {
+        /// A forked child starts with none: observations stay with the parent.
+        var epoch = ForkEpoch.current
+        var sinks: [UInt64: ObserverSink] = [:]
+        var nextID: UInt64 = 1
+        var queue: ObserverQueue?
+    }
+
+    private let observers = Locked(Observers())
+
+    private init(store: SuiteStore) {
+        self.store = store
+        suite = store.name
+        directoryPath = store.directoryPath
+    }
+
+    /// The hub of `store`, made with its first observer.
+    static func of(_ store: SuiteStore) -> ObserverHub {
+        store.listener { ObserverHub(store: store) }
+    }
+
+    /// Runs `body` on the observers of this process, begun afresh in a forked child.
+    private func withObservers<R>(_ body: (inout Observers) -> R) -> R {
+        observers.withLock { observers in
+            if observers.epoch != ForkEpoch.current { observers = Observers() }
+            return body(&observers)
+        }
+    }
+
+    /// The queue of this suite's observers, made with the first; in a forked child,
+    /// made again (the parent's thread does not exist there).
+    private var queue: ObserverQueue {
+        withObservers { observers in
+            if let queue = observers.queue { return queue }
+            let made = ObserverQueue(serial: SerialQueue(name: "suite-observers"))
+            observers.queue = made
+            return made
+        }
+    }
+
+    // MARK: Observers
+
+    /// Adds an observer. The directory is watched before the observer is registered,
+    /// so no write can fall between the two unseen; what was committed before
+    /// registration is not a change to this observer.
+    func add(_ sink: ObserverSink, initialValues: SuiteChange.Kind?, lockTimeout: Duration?) throws -> SuiteCancellable {
+        guard let store else { throw SuiteError(.ioFailure, suite: suite, message: "The suite was closed.") }
+        try ChangeWatcher.shared.watch(self, directory: store.directory)
+        // Catch up first, so that earlier observers receive what came before this one.
+        try? store.reload(lockTimeout: lockTimeout)
+        let id: UInt64
+        do {
+            id = try store.withChangeCollection(catchingUp: true) { contents, collectsChanges in
+                collectsChanges = true
+                if let kind = initialValues {
+                    let initial = initialChanges(of: contents, keys: sink.keys, kind: kind)
+                    queue.async { initial.forEach(sink.receive) }
+                }
+                return withObservers { observers in
+                    defer { observers.nextID += 1 }
+                    observers.sinks[observers.nextID] = sink
+                    return observers.nextID
+                }
+            }
+        } catch {
+            ChangeWatcher.shared.unwatch(self)
+            throw error
+        }
+        let epoch = ForkEpoch.current
+        // The token holds the store: an observation lasts until it is cancelled, even
+        // when no `Suite` instance remains.
+        return SuiteCancellable { [store] in
+            sink.deactivate()
+            // In a forked child, the observation stayed with the parent.
+            if epoch == ForkEpoch.current { self.remove(id, from: store) }
+        }
+    }
+
+    private func initialChanges(of contents: SuiteContents, keys: Set<String>?, kind: SuiteChange.Kind) -> [SuiteChange] {
+        let now = Date()
+        return (keys.map(Array.init) ?? Array(contents.values.keys)).sorted().compactMap { key in
+            contents[key].map {
+                SuiteChange(suite: suite, key: key, oldValue: nil, newValue: $0, sequence: contents.lastSequence,
+                            pid: 0, isFromThisProcess: false, kind: kind, timestamp: now)
+            }
+        }
+    }
+
+    private func remove(_ id: UInt64, from store: SuiteStore) {
+        let removed = (try? store.withChangeCollection(catchingUp: false) { _, collectsChanges in
+            withObservers { observers in
+                let removed = observers.sinks.removeValue(forKey: id) != nil
+                collectsChanges = !observers.sinks.isEmpty
+                return removed
+            }
+        }) ?? false
+        if removed { ChangeWatcher.shared.unwatch(self) }
+    }
+
+    /// How many observers this suite has in this process.
+    var count: Int { withObservers { $0.sinks.count } }
+
+    // MARK: Changes
+
+    /// Under the store's lock: queues the changes for the observers registered now.
+    func store(_ store: SuiteStore, applied commits: [AppliedCommit]) {
+        let sinks = withObservers { Array($0.sinks.values) }
+        guard !sinks.isEmpty else { return }
+        let pid = CurrentProcess.id
+        var changes: [SuiteChange] = []
+        for commit in commits {
+            let kind: SuiteChange.Kind = commit.kind == .commit ? .commit : .netChange
+            for change in commit.changes {
+                changes.append(SuiteChange(suite: suite, key: change.key, oldValue: change.oldValue, newValue: change.newValue,
+                                           sequence: commit.sequence, pid: commit.pid,
+                                           isFromThisProcess: kind == .commit && commit.pid == pid,
+                                           kind: kind, timestamp: commit.timestamp))
+            }
+        }
+        queue.async { [changes] in
+            for change in changes {
+                for sink in sinks { sink.receive(change) }
+            }
+        }
+    }
+
+    /// Called by the change watcher when the suite's file changed, or may have: the
+    /// store catches up on the observers' queue. Events that come while a catch-up is
+    /// waiting to start are covered by it.
+    func scheduleRefresh() {
+        let queue = self.queue
+        guard !queue.refreshScheduled.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        queue.async { [self] in
+            queue.refreshScheduled.store(false, ordering: .releasing)
+            refresh()
+        }
+    }
+
+    private func refresh() {
+        do {
+            // Waits as long as it takes: a watcher has nobody to report a timeout to.
+            try store?.reload(lockTimeout: nil)
+        } catch {
+            fail(.refreshFailed, SuiteError(error, suite: suite, doing: "read a change of the suite"),
+                 "Could not read a change of the suite: \(error)")
+        }
+    }
+
+    /// Runs `work` on the observers' queue after the changes already queued.
+    func enqueue(_ work: @escaping @Sendable () -> Void) {
+        queue.async(work)
+    }
+
+    /// Waits until every change found so far has been handed to the observers.
+    func waitForDelivery() {
+        queue.waitForQueuedJobs()
+    }
+
+    // MARK: What keeps changes from arriving
+
+    /// Reports a diagnostic, and hands `error` to every observer's error handler on
+    /// the observers' queue (after the changes already queued).
+    private func fail(_ kind: SuiteDiagnostic.Kind, _ error: SuiteError, _ message: String) {
+        SuiteDiagnostics.report(SuiteDiagnostic(kind: kind, suite: suite, directory: directoryPath, message: message))
+        let sinks = withObservers { Array($0.sinks.values) }
+        queue.async { sinks.forEach { $0.fail(error) } }
+    }
+
+    /// The suite's directory was removed.
+    func directoryRemoved() {
+        let message = "The suite's directory was removed; its observers hear nothing until a directory is made at \(directoryPath), where the suite is then observed."
+        fail(.directoryReplaced, SuiteError(.notFound, suite: suite, path: directoryPath, message: message), message)
+    }
+
+    /// A directory was made at the removed one's path: moves the store there, on the
+    /// observers' queue (opening may wait for a lock, and the watcher waits for no
+    /// suite), then catches up. Returns through `watchAgain` the directory to watch.
+    func moveToReplacedDirectory(watchAgain: @escaping @Sendable (DirectoryHandle) throws -> Void) {
+        enqueue { [self] in
+            do {
+                guard let store else { return }
+                try store.moveToReplacedDirectory()
+                try watchAgain(store.directory)
+                SuiteDiagnostics.report(SuiteDiagnostic(
+                    kind: .directoryReplaced, suite: suite, directory: directoryPath,
+                    message: "A directory was made again at \(directoryPath); the suite is observed there, and its observers received what differs as net changes."))
+                scheduleRefresh()
+            } catch {
+                let message = "A directory was made again at \(directoryPath), but the suite cannot be opened there: \(error); it is not observed any more."
+                fail(.directoryReplaced, SuiteError(error, suite: suite, doing: "observe the suite in its new directory"), message)
+            }
+        }
+    }
+
+    /// Change events were lost; the refresh that follows catches up.
+    func lostEvents() {
+        SuiteDiagnostics.report(SuiteDiagnostic(
+            kind: .changeEventsLost, suite: suite, directory: directoryPath,
+            message: "Change events were lost (the inotify queue overflowed or a watch was lost); catching up from the suite file."))
+    }
+}
+
+/// Where one suite's observers are served: catch-ups and deliveries, one at a time,
+/// in the order the changes were found under the lock.
+private final class ObserverQueue: Sendable {
+    let serial: SerialQueue
+    /// Whether a catch-up is queued and not yet started.
+    let refreshScheduled = Atomic<Bool>(false)
+
+    init(serial: SerialQueue) { self.serial = serial }
+
+    func async(_ job: @escaping @Sendable () -> Void) { serial.async(job) }
+    func waitForQueuedJobs() { serial.waitForQueuedJobs() }
+}
