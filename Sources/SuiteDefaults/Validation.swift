@@ -63,3 +63,24 @@ enum Validation {
         }
     }
 }
+
+extension Operation {
+    /// The operation that stores `value` (or removes the key when nil), after checking
+    /// the key and the value. This runs before any lock is taken.
+    static func validated(_ value: SuiteValue?, forKey key: String, suite: String?, maximumValueSize: Int) throws -> Operation {
+        let key = Validation.normalized(key)
+        try Validation.checkKey(key, suite: suite)
+        guard let value else { return .remove(key: key) }
+        let size: Int
+        do {
+            size = try ValueEncoding.measure(value)
+        } catch {
+            throw SuiteError(.invalidValue, suite: suite, key: key, message: "The value cannot be stored: \(error.reason).")
+        }
+        guard size <= maximumValueSize else {
+            throw SuiteError(.valueTooLarge, suite: suite, key: key,
+                             message: "The value encodes to \(size) bytes, over the limit of \(maximumValueSize) bytes per value (Suite.Options.maximumValueSize). Store it in a file and keep its path here.")
+        }
+        return .set(key: key, value: value, size: size)
+    }
+}

@@ -479,12 +479,14 @@ struct HostileTests {
         let suite = try Suite(named: "prefs", directory: place)
         try suite.set(1, forKey: "k")
         let changes = ChangeRecorder(), everything = ChangeRecorder()
-        let observation = try suite.observe(keys: ["k"], onChange: changes.handler)
+        let observation = try suite.observe(keys: ["k"], onError: changes.errorHandler, onChange: changes.handler)
         let listing = try Suite.observeSuites(in: place, onChange: everything.handler)
         defer { observation.cancel(); listing.cancel() }
 
         try FileManager.default.removeItem(at: place)
         #expect(poll(within: .seconds(30)) { diagnostics.withLock { $0.count } >= 1 }, "the removal is reported")
+        #expect(changes.waitForError(), "the observation hears of the removal")
+        #expect(changes.errors.first?.code == .notFound && changes.errors.first?.path == path, "\(changes.errors)")
         #expect(mkdir(place.path, 0o700) == 0)
         // Another process writes in the new directory: both observations hear of it.
         let other = try startWorker("try-set", at: place, suite: "prefs", ["key": "k", "value": "two"])

@@ -57,6 +57,53 @@ struct ObservationTests {
         withExtendedLifetime(token) {}
     }
 
+    @Test func typedKeysAndAnObservationDescribedOnceAreObserved() throws {
+        let count = SuiteKey("count", default: 0), name = SuiteKey("name", default: "")
+        let first = try open("first"), second = try open("second")
+        try first.set("before", for: name)
+        let observation = SuiteObservation.keys(count, name).including(currentValues: true)
+        let inFirst = ChangeRecorder(), inSecond = ChangeRecorder(), typed = ChangeRecorder()
+        let tokens = try [observation.start(in: first, onChange: inFirst.handler),
+                          observation.start(in: second, onChange: inSecond.handler),
+                          first.observe(count, onChange: typed.handler)]
+        try first.set(1, forKey: "other")
+        try first.set(2, for: count)
+        try second.set("b", for: name)
+        #expect(inFirst.wait(for: "count", toBecome: 2))
+        #expect(inSecond.wait(for: "name", toBecome: "b"))
+        #expect(typed.wait(for: "count", toBecome: 2))
+        #expect(inFirst.changes.map(\.key) == ["name", "count"], "the current value first, then the observed key only")
+        #expect(inFirst.changes.first?.kind == .initialValue)
+        #expect(typed.changes.map(\.key) == ["count"])
+        withExtendedLifetime(tokens) {}
+    }
+
+    @Test func aSequenceEndsWithTheErrorThatStopsItsChanges() async throws {
+        let place = directory.file("going")
+        let suite = try Suite(named: "going", directory: place)
+        let changes = try suite.changes()
+        let loop = Task { () -> (Int, SuiteError?) in
+            var seen = 0
+            do {
+                for try await _ in changes { seen += 1 }
+            } catch {
+                return (seen, error as? SuiteError)
+            }
+            return (seen, nil)
+        }
+        try suite.set(1, forKey: "k")
+        try FileManager.default.removeItem(at: place)
+        // Past the deadline, cancelling ends the loop without an error.
+        let deadline = Task {
+            try? await Task.sleep(for: .seconds(60))
+            loop.cancel()
+        }
+        let (seen, error) = await loop.value
+        deadline.cancel()
+        #expect(seen == 1)
+        #expect(error?.code == .notFound, "\(String(describing: error))")
+    }
+
     @Test func laterObserversMissEarlierChangesUnlessTheyAskForCurrentValues() throws {
         let suite = try open()
         try suite.set(1, forKey: "a")

@@ -1,10 +1,12 @@
 import Foundation
 import SuiteDefaults
 
-/// Collects the changes an observer receives, and waits for them with deadlines.
+/// Collects the changes and errors an observer receives, and waits for them with
+/// deadlines.
 public final class ChangeRecorder: @unchecked Sendable {
     private let condition = NSCondition()
     private var received: [SuiteChange] = []
+    private var failures: [SuiteError] = []
 
     public init() {}
 
@@ -15,6 +17,32 @@ public final class ChangeRecorder: @unchecked Sendable {
             condition.broadcast()
             condition.unlock()
         }
+    }
+
+    public var errorHandler: @Sendable (SuiteError) -> Void {
+        { [self] error in
+            condition.lock()
+            failures.append(error)
+            condition.broadcast()
+            condition.unlock()
+        }
+    }
+
+    public var errors: [SuiteError] {
+        condition.lock()
+        defer { condition.unlock() }
+        return failures
+    }
+
+    /// Waits until an error arrived; false if none does by the deadline.
+    public func waitForError(timeout: Duration = .seconds(30)) -> Bool {
+        let deadline = Date().addingTimeInterval(Double(timeout.components.seconds))
+        condition.lock()
+        defer { condition.unlock() }
+        while failures.isEmpty {
+            if !condition.wait(until: deadline) { return !failures.isEmpty }
+        }
+        return true
     }
 
     public var changes: [SuiteChange] {

@@ -1,7 +1,7 @@
 import Foundation
 
 /// One commit as the engine applied it to the contents: the key changes a layer
-/// above may hand on (to observers, to a sync).
+/// above may hand on.
 struct AppliedCommit: Sendable, Equatable {
     enum Kind: Sendable, Equatable {
         /// One record read or written: `sequence`, `pid` and `timestamp` are its own.

@@ -1,5 +1,3 @@
-import Glibc
-
 extension StoreState {
     /// Under the exclusive lock, after `catchUp(exclusive: true)`: appends one record
     /// holding `operations` and publishes it.
@@ -38,7 +36,7 @@ extension StoreState {
                              message: "The suite's sequence numbers are used up: a record numbered \(sequence - 1) was written by something other than this library. Nothing was written; export the suite, remove its files and import it again.")
         }
         let record = Record(kind: .transaction, sequence: sequence,
-                            timestamp: WallClock.nanosecondsSince1970(), pid: getpid(), operations: operations)
+                            timestamp: WallClock.nanosecondsSince1970(), pid: CurrentProcess.id, operations: operations)
         let bytes = RecordFormat.encode(record)
         let start = view.length
         guard start + bytes.count <= FormatLimits.maximumFileSize else {
@@ -46,7 +44,7 @@ extension StoreState {
                              message: "The suite file would grow past \(FormatLimits.maximumFileSize) bytes, the most a suite file may have, because compaction keeps failing (see the compactionFailed diagnostics). Nothing was written.")
         }
         let generation = view.generation
-        header.committerPID = getpid()
+        header.committerPID = CurrentProcess.id
         header.publish(generation: generation &+ 1)
         SuiteFaultInjection.reach(.commitStarted)
         do {
@@ -87,13 +85,13 @@ extension StoreState {
         do {
             do {
                 try files.directory.link(new.temporaryName, to: files.dataName)
-            } catch let failure as SystemCallError where failure.errno == EPERM || failure.errno == EOPNOTSUPP {
+            } catch let failure as SystemCallError where failure.isLinkingUnsupported {
                 // No hard links on this file system. Under the exclusive lock, with no
                 // data file known, a rename is equally safe.
-                guard try files.directory.status(of: files.dataName) == nil else { throw SystemCallError(call: "link", path: files.dataName, errno: EEXIST) }
+                guard try files.directory.status(of: files.dataName) == nil else { throw SystemCallError.alreadyExisting("link", path: files.dataName) }
                 try files.directory.rename(new.temporaryName, to: files.dataName)
             }
-        } catch let failure as SystemCallError where failure.errno == EEXIST {
+        } catch let failure as SystemCallError where failure.isAlreadyExisting {
             new.descriptor.close()
             // Someone put a file there without taking the lock. Read it now, and let
             // the caller decide again with what it holds.
@@ -136,17 +134,17 @@ extension StoreState {
 
     /// Under the exclusive lock, caught up: writes the live state to a new file and
     /// renames it over the journal, keeping the replaced journal as history for
-    /// observers that lag (up to `historyLimit` bytes of such files). Processes
+    /// processes that collect changes and lag (up to `historyLimit` bytes of such files). Processes
     /// holding the old file notice the new file ID in the shared header and switch.
     func compact(durable: Bool, historyLimit: Int) throws {
         try checkSameProcess()
         guard writable, let header, dataFile != nil else { return }
         files.removeStaleTemporaryFiles()
-        let snapshot = contents.snapshot(timestamp: WallClock.nanosecondsSince1970(), pid: getpid())
+        let snapshot = contents.snapshot(timestamp: WallClock.nanosecondsSince1970(), pid: CurrentProcess.id)
         let new = try files.writeNewDataFile(snapshot: snapshot, durable: durable)
         let kept = historyLimit > 0 && keepAsHistory(endingAt: contents.lastSequence)
         let generation = view.generation
-        header.committerPID = getpid()
+        header.committerPID = CurrentProcess.id
         header.publish(generation: generation &+ 1)
         do {
             try files.directory.rename(new.temporaryName, to: files.dataName)

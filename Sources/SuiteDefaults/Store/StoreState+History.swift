@@ -1,15 +1,14 @@
-import Glibc
-
-/// History for observers that lag behind compactions.
+/// History for processes that collect changes and lag behind compactions.
 ///
 /// A compaction replaces the journal with a snapshot, and the commits in the old
-/// journal would be folded into it for an observer that had not read them yet. So
+/// journal would be folded into it for a process that had not read them yet. So
 /// the compactor keeps the replaced journal under a second name,
 /// `NAME.suite.h.SEQ` (SEQ: its last sequence number), and removes the oldest such
-/// files beyond `Suite.Options.changeHistorySize` bytes. An observer that finds a
-/// new data file first reads the rest of the file it had open, then the history
-/// files in order, then the new file: every commit, one by one. Only beyond the
-/// history (or after a repair of damage) does it receive net changes.
+/// files beyond `Suite.Options.changeHistorySize` bytes. A process collecting
+/// changes that finds a new data file first reads the rest of the file it had
+/// open, then the history files in order, then the new file: every commit, one by
+/// one. Only beyond the history (or after a repair of damage) does it record net
+/// changes.
 extension StoreState {
     /// Links the current data file to its history name; false when it was not kept
     /// (a file with that name exists: no commit since it was kept).
@@ -29,7 +28,7 @@ extension StoreState {
     /// Collecting changes, moving to a new data file (already read whole into `records`):
     /// delivers every commit this process had not read, from the old file, the
     /// history and the new file, in order; net changes only for what none of them hold.
-    func continueObserving(into descriptor: FileDescriptor, records: [Record]) {
+    func continueCollecting(into descriptor: FileDescriptor, records: [Record]) {
         drainReplacedFile()
         dataFile?.close()
         dataFile = descriptor
@@ -88,7 +87,7 @@ extension StoreState {
     /// verifies (read first, before anything large), within the size limit, and every
     /// record verifies.
     private func readHistoryFile(_ name: String) -> [Record]? {
-        guard let descriptor = try? files.open(name, flags: O_RDONLY) else { return nil }
+        guard let descriptor = try? files.open(name, flags: FileDescriptor.readingOnly) else { return nil }
         defer { descriptor.close() }
         guard let status = try? files.checkFile(descriptor, name: name), status.size <= FormatLimits.maximumFileSize,
               let header = try? descriptor.read(count: DataFileHeader.size, at: 0),

@@ -70,7 +70,7 @@ extension StoreState {
 
     func lockTimeoutError(_ kind: FileDescriptor.LockKind, waited timeout: Duration) -> SuiteError {
         let holders = (try? lockFile?.status()).flatMap { $0 }.map(LockHolders.pids(holding:)) ?? []
-        let others = holders.filter { $0 != getpid() }
+        let others = holders.filter { $0 != CurrentProcess.id }
         let who = others.isEmpty ? "another process" : "process " + others.map(String.init).joined(separator: ", ")
         return SuiteError(.lockTimeout, suite: suite, path: files.lockPath, lockHolder: others.first,
                           message: "Waited \(timeout) for the suite's \(kind == .shared ? "shared" : "exclusive") lock, which \(who) holds; it may be stopped or stuck. Nothing was changed. Try again, or raise Suite.Options.lockTimeout.")

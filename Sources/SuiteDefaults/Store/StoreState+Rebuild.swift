@@ -1,5 +1,3 @@
-import Glibc
-
 extension StoreState {
     /// Under the exclusive lock: reads the data file from scratch, trusting nothing
     /// but the checksums, and sets the shared header up again from what it found.
@@ -99,7 +97,7 @@ extension StoreState {
 
     /// Writes what survived into a new file, and keeps the damaged one aside.
     private func replaceDamagedFile(with scan: DataFileScan) throws -> (descriptor: FileDescriptor, fileID: UInt64, length: Int) {
-        let snapshot = scan.contents.snapshot(timestamp: WallClock.nanosecondsSince1970(), pid: getpid())
+        let snapshot = scan.contents.snapshot(timestamp: WallClock.nanosecondsSince1970(), pid: CurrentProcess.id)
         // A repair is rare and follows trouble, so it always goes to the disk.
         let new = try files.writeNewDataFile(snapshot: snapshot, durable: true)
         let aside: String
@@ -127,9 +125,9 @@ extension StoreState {
             do {
                 try files.directory.link(files.dataName, to: name)
                 return name
-            } catch let failure as SystemCallError where failure.errno == EEXIST {
+            } catch let failure as SystemCallError where failure.isAlreadyExisting {
                 continue
-            } catch let failure as SystemCallError where failure.errno == EPERM || failure.errno == EOPNOTSUPP {
+            } catch let failure as SystemCallError where failure.isLinkingUnsupported {
                 // No hard links here. Under the exclusive lock, a name found free stays
                 // free but for processes outside the protocol.
                 guard try files.directory.status(of: name) == nil else { continue }

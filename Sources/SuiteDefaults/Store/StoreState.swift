@@ -1,6 +1,4 @@
-import CSuiteDefaults
 import Foundation
-import Glibc
 
 /// Thrown inside the store when a shared lock is not enough: the file needs a repair
 /// that only the holder of the exclusive lock may make.
@@ -20,7 +18,7 @@ final class StoreState: @unchecked Sendable {
     /// Nil when this process can open no lock file: it reads without locks. Replace
     /// it only with `adoptLockFile(_:)`.
     private(set) var lockFile: FileDescriptor?
-    /// The lock file's registration for a forked child to drop (`sd_lock_descriptor_add`).
+    /// The lock file's registration for a forked child to drop (`InheritedLocks`).
     private var lockRegistration: Int32 = -1
     /// Nil when there is no lock file, or a read-only one too short to map.
     var header: SharedHeader?
@@ -68,11 +66,11 @@ final class StoreState: @unchecked Sendable {
         if let lockFile {
             // Forgotten before it is closed, so that a fork cannot replace another file
             // that takes its number.
-            sd_lock_descriptor_remove(lockRegistration)
+            InheritedLocks.remove(lockRegistration)
             lockFile.close()
         }
         lockFile = new
-        lockRegistration = new.map { sd_lock_descriptor_add($0.rawValue) } ?? -1
+        lockRegistration = new.map(InheritedLocks.add) ?? -1
     }
 
     /// A state that takes over from `previous`: after a fork (the child's own files),
@@ -113,11 +111,15 @@ final class StoreState: @unchecked Sendable {
     /// too short to map (it is read without the header).
     static func mapHeader(of lockFile: FileDescriptor, size: Int, writable: Bool, files: SuiteFiles) throws -> SharedHeader? {
         guard writable || size >= SharedHeader.size else { return nil }
-        if let page = MappedPage(lockFile, writable: writable) { return SharedHeader(page: page) }
-        let code = errno
-        guard writable else { return nil }
-        throw SuiteError(.ioFailure, suite: files.suite, path: files.lockPath, errno: code,
-                         message: "Could not map the suite's lock file into memory; the file system may not support shared mappings.")
+        let page: MappedPage
+        do {
+            page = try MappedPage(lockFile, writable: writable)
+        } catch let failure as SystemCallError {
+            guard writable else { return nil }
+            throw SuiteError(.ioFailure, suite: files.suite, path: files.lockPath, errno: failure.errno,
+                             message: "Could not map the suite's lock file into memory; the file system may not support shared mappings.")
+        }
+        return SharedHeader(page: page)
     }
 
     deinit {
@@ -247,7 +249,7 @@ final class StoreState: @unchecked Sendable {
             for record in records { replay.apply(record) }
             contents = replay
         } else {
-            continueObserving(into: descriptor, records: records)
+            continueCollecting(into: descriptor, records: records)
         }
         return status
     }

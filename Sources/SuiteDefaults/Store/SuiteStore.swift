@@ -20,7 +20,7 @@ final class SuiteStore: Sendable {
     private let transactionThread = Atomic<UInt>(0)
     private let transactionEpoch = Atomic<UInt32>(0)
     /// Who receives the commits applied while the state collects changes (the
-    /// observation layer sets it up with the first observer).
+    /// layer above sets it up when it first wants them).
     private let listener = Locked<(any AppliedCommitListener)?>(nil)
 
     init(name: String, directory: DirectoryHandle, sharing: Suite.Sharing, lockTimeout: Duration?) throws {

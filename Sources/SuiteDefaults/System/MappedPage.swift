@@ -10,12 +10,12 @@ final class MappedPage: @unchecked Sendable {
     let isWritable: Bool
     private let guardRegistration: Int32
 
-    /// Maps the first page of `descriptor`'s file; nil when mapping fails.
-    init?(_ descriptor: FileDescriptor, writable: Bool) {
+    /// Maps the first page of `descriptor`'s file.
+    init(_ descriptor: FileDescriptor, writable: Bool) throws {
         let protection = writable ? PROT_READ | PROT_WRITE : PROT_READ
         guard let address = mmap(nil, Self.size, protection, MAP_SHARED, descriptor.rawValue, 0),
               address != MAP_FAILED
-        else { return nil }
+        else { throw SystemCallError(call: "mmap", errno: errno) }
         base = address
         isWritable = writable
         // Guarded before its first access.

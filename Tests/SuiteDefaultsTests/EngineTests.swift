@@ -1,0 +1,99 @@
+import Foundation
+@testable import SuiteDefaults
+import Testing
+import TestSupport
+
+/// The engine alone, without a `SuiteStore` or an observer: what it applies and
+/// diagnoses comes back as values.
+@Suite("Engine") struct EngineTests {
+    let directory = TemporaryDirectory()
+
+    /// A state of the suite "engine", as one process would open it.
+    func openState() throws -> StoreState {
+        let handle = try SuiteFiles.openDirectory(path: directory.path, sharing: .private, suite: "engine")
+        return try StoreState(files: SuiteFiles(suite: "engine", directory: handle, sharing: .private))
+    }
+
+    /// Runs `body` under the exclusive lock, caught up, as every write does.
+    func exclusively<R>(_ state: StoreState, _ body: (StoreState) throws -> R) throws -> R {
+        #expect(try state.tryLockFile(.exclusive))
+        defer { state.unlockFile() }
+        try state.catchUp(exclusive: true)
+        return try body(state)
+    }
+
+    func set(_ key: String, _ value: SuiteValue, in state: StoreState, options: Suite.Options = Suite.Options()) throws {
+        let operation = try Operation.validated(value, forKey: key, suite: "engine", maximumValueSize: 1 << 20)
+        try exclusively(state) { try $0.commit([operation], durability: .standard, options: options) }
+    }
+
+    @Test func nothingIsRecordedUntilAskedFor() throws {
+        let state = try openState()
+        try set("a", 1, in: state)
+        #expect(state.takeOutcome().commits.isEmpty)
+        #expect(state.contents["a"] == 1)
+    }
+
+    @Test func aCommitComesBackAsAnAppliedCommit() throws {
+        let state = try openState()
+        state.collectsChanges = true
+        try set("a", 1, in: state)
+        try set("a", 2, in: state)
+        let commits = state.takeOutcome().commits
+        #expect(commits.map(\.kind) == [.commit, .commit])
+        #expect(commits.map(\.pid) == [getpid(), getpid()])
+        #expect(commits.map(\.changes) == [[KeyChange(key: "a", oldValue: nil, newValue: 1)],
+                                           [KeyChange(key: "a", oldValue: 1, newValue: 2)]])
+        #expect(commits[1].sequence == commits[0].sequence + 1)
+        #expect(state.takeOutcome().commits.isEmpty, "handed over once")
+    }
+
+    @Test func aCatchUpReturnsAnotherWritersCommitsInOrder() throws {
+        let writer = try openState(), reader = try openState()
+        reader.collectsChanges = true
+        try exclusively(reader) { _ in }
+        for value in 1...3 { try set("n", .integer(value), in: writer) }
+        try exclusively(reader) { _ in }
+        let commits = reader.takeOutcome().commits
+        #expect(commits.map { $0.changes.map(\.newValue) } == [[1], [2], [3]])
+        #expect(commits.allSatisfy { $0.kind == .commit })
+    }
+
+    @Test func aReaderBehindCompactionsStillGetsEveryCommit() throws {
+        let writer = try openState(), reader = try openState()
+        reader.collectsChanges = true
+        try set("n", 0, in: writer)
+        try exclusively(reader) { _ in }
+        _ = reader.takeOutcome()
+        for value in 1...3 {
+            try set("n", .integer(value), in: writer)
+            try exclusively(writer) { try $0.compact(durable: false, historyLimit: 1 << 20) }
+        }
+        try exclusively(reader) { _ in }
+        let commits = reader.takeOutcome().commits
+        #expect(commits.map(\.kind) == [.commit, .commit, .commit], "read from the history, not folded")
+        #expect(commits.map { $0.changes.map(\.newValue) } == [[1], [2], [3]])
+    }
+
+    @Test func aRepairComesBackAsANetChangeAndADiagnostic() throws {
+        let state = try openState()
+        try set("a", "kept", in: state)
+        try set("b", "lost", in: state)
+        let fresh = try openState()
+        fresh.collectsChanges = true
+        try exclusively(fresh) { _ in }
+        _ = fresh.takeOutcome()
+        // Flip a byte in the last record, and read the file from scratch, as the
+        // first process after a reboot does.
+        var bytes = try #require(directory.bytes(of: "engine.suite"))
+        bytes[bytes.count - 3] ^= 0xFF
+        try directory.write(bytes, to: "engine.suite")
+        let outcome = try exclusively(fresh) { state in
+            try state.rebuild()
+            return state.takeOutcome()
+        }
+        #expect(outcome.diagnostics.map(\.kind).contains(.repairedDamage))
+        #expect(outcome.commits.map(\.kind) == [.netChange])
+        #expect(outcome.commits.first?.changes == [KeyChange(key: "b", oldValue: "lost", newValue: nil)])
+    }
+}
