@@ -79,6 +79,7 @@ struct SystemLayerTests {
 
     @Test func errnoNamesAndReasons() throws {
         #expect(Errno.noSuchFileOrDirectory.rawValue == ENOENT)
+        #expect(SystemCallError(call: "link", path: "x", code: .fileExists).errno == EEXIST)
         #expect(Errno.permissionDenied.systemReason == String(cString: strerror(EACCES)))
         let missing = "/nonexistent-\(UUID())/file"
         do {

@@ -31,6 +31,11 @@ struct Errno: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
 }
 
 extension SystemCallError {
+    /// A failure the caller found itself, as the call would have reported it.
+    init(call: String, path: String? = nil, code: Errno) {
+        self.init(call: call, path: path, errno: code.rawValue)
+    }
+
     /// `errno`, by name.
     var code: Errno { Errno(rawValue: errno) }
 
