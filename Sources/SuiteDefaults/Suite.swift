@@ -63,10 +63,10 @@ public final class Suite: SuiteWritable, Sendable {
     }
 
     /// The suite's data file: `NAME.suite` in its directory (absent until the first write).
-    public var fileURL: URL { URL(fileURLWithPath: directoryPath + "/" + name + SuiteFiles.dataSuffix) }
+    public var fileURL: URL { URL(fileURLWithPath: directoryPath + "/" + SuiteFiles.dataFileName(of: name)) }
 
     /// The suite's lock file, `NAME.suite.lock`: the target of every process's `flock`.
-    public var lockFileURL: URL { URL(fileURLWithPath: directoryPath + "/" + name + SuiteFiles.lockSuffix) }
+    public var lockFileURL: URL { URL(fileURLWithPath: directoryPath + "/" + SuiteFiles.lockFileName(of: name)) }
 
     // MARK: Reading
 

@@ -1,5 +1,3 @@
-import Glibc
-
 /// Something the store noticed and handled without failing the operation: a damaged
 /// file repaired, a write cut short by a killed process discarded, and the like.
 public struct SuiteDiagnostic: Sendable, CustomStringConvertible {
@@ -89,7 +87,7 @@ public enum SuiteDiagnostics {
         let (handlers, prints) = registry.withLock { (Array($0.handlers.values), $0.printsToStandardError) }
         if prints {
             let line = "suite-defaults: \(diagnostic.kind.rawValue): \(diagnostic)\n"
-            _ = line.withCString { write(STDERR_FILENO, $0, strlen($0)) }
+            StandardError.write(line)
         }
         for handler in handlers { handler(diagnostic) }
     }

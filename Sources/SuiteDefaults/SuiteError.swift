@@ -1,5 +1,3 @@
-import Glibc
-
 /// The one error type of SuiteDefaults.
 ///
 /// Every error says what went wrong (`code`), where (`suite`, `key`, `path`), the
@@ -14,9 +12,9 @@ public struct SuiteError: Error, Sendable, Equatable, CustomStringConvertible {
         case invalidKey
         /// The value cannot be stored: a NaN or infinite number, or nesting that is too deep.
         case invalidValue
-        /// The encoded value is larger than `Suite.Limits.maximumValueSize`.
+        /// The encoded value is larger than `Suite.Options.maximumValueSize`.
         case valueTooLarge
-        /// The write would make the suite larger than `Suite.Limits.maximumSuiteSize`.
+        /// The write would make the suite larger than `Suite.Options.maximumSuiteSize`.
         case suiteTooLarge
         /// The stored value is not of the type asked for, or does not decode as it.
         case typeMismatch
@@ -78,7 +76,7 @@ public struct SuiteError: Error, Sendable, Equatable, CustomStringConvertible {
 
     /// The operating system's text for `errno`, if any.
     public var systemReason: String? {
-        errno.map { String(cString: strerror($0)) }
+        errno.map { Errno(rawValue: $0).systemReason }
     }
 
     public var description: String {
@@ -108,20 +106,20 @@ extension SuiteError {
     init(_ failure: SystemCallError, suite: String?, doing action: String) {
         let code: Code
         let advice: String
-        switch failure.errno {
-        case ENOSPC, EDQUOT, EFBIG:
+        switch failure.code {
+        case .noSpace, .diskQuotaExceeded, .fileTooLarge:
             code = .noSpace
             advice = "The disk, quota or file size limit is full; free some space and try again. Nothing stored was lost."
-        case EACCES, EPERM:
+        case .permissionDenied, .notPermitted:
             code = .permissionDenied
             advice = "Check the permissions of the suite directory and its files (the store needs to read and write them)."
-        case EROFS:
+        case .readOnlyFileSystem:
             code = .readOnly
             advice = "The file system is mounted read-only; use a writable directory."
-        case ELOOP:
+        case .tooManySymbolicLinkLevels:
             code = .symbolicLink
             advice = "A symbolic link stands where a suite file should be; remove it (suites never follow links)."
-        case ENOENT, ENOTDIR:
+        case .noSuchFileOrDirectory, .notDirectory:
             code = .notFound
             advice = "The path does not exist."
         default:

@@ -1,5 +1,4 @@
 import Foundation
-import Glibc
 
 extension Suite {
     /// Where suites live when no directory is given: `$SUITE_DEFAULTS_DIR`, else
@@ -22,10 +21,7 @@ extension Suite {
 
     private static func homeDirectory(environment: [String: String]) -> String {
         if let home = environment["HOME"], !home.isEmpty { return home }
-        if let entry = getpwuid(geteuid()), let directory = entry.pointee.pw_dir {
-            return String(cString: directory)
-        }
-        return "/"
+        return ProcessIdentity.homeDirectoryFromUserDatabase() ?? "/"
     }
 
     /// Whether a suite file exists, without opening or creating anything: false also
@@ -50,15 +46,17 @@ extension Suite {
         try Validation.checkSuiteName(name)
         // isDirectory: false, else URL stats the file itself and gives a directory's
         // path a trailing "/" (which would then show in the error).
-        let path = (directory ?? defaultDirectory()).appendingPathComponent(name + SuiteFiles.dataSuffix, isDirectory: false).filePath
-        var raw = stat()
-        guard lstat(path, &raw) == 0 else {
-            let code = errno
+        let path = (directory ?? defaultDirectory())
+            .appendingPathComponent(SuiteFiles.dataFileName(of: name), isDirectory: false).filePath
+        let status: FileStatus
+        do {
+            status = try FileStatus.of(path: path, followingLinks: false)
+        } catch let failure as SystemCallError where failure.failed(with: .noSuchFileOrDirectory, .notDirectory) {
             // ENOTDIR: a part of the directory's path is a file, so no suite is there either.
-            if code == ENOENT || code == ENOTDIR { return false }
-            throw SuiteError(SystemCallError(call: "lstat", path: path, errno: code), suite: name, doing: "look for the suite file")
+            return false
+        } catch {
+            throw SuiteError(error, suite: name, doing: "look for the suite file")
         }
-        let status = FileStatus(raw)
         guard status.isRegularFile else { throw SuiteFiles.refusal(of: status, suite: name, path: path) }
         return true
     }
@@ -81,9 +79,8 @@ extension Suite {
             throw SuiteError(error, suite: nil, doing: "list the suite directory")
         }
         return entries.compactMap { entry -> String? in
-            guard entry.hasSuffix(SuiteFiles.dataSuffix) else { return nil }
-            let name = String(entry.dropLast(SuiteFiles.dataSuffix.count))
-            guard (try? Validation.checkSuiteName(name)) != nil,
+            guard let name = SuiteFiles.suiteName(ofDataFile: entry),
+                  (try? Validation.checkSuiteName(name)) != nil,
                   (try? handle.status(of: entry))??.isRegularFile == true
             else { return nil }
             return name

@@ -1,5 +1,4 @@
 import Foundation
-import Glibc
 
 /// ISO 8601 dates in UTC that keep a date's stored number exactly:
 /// "2026-11-22T10:15:00.25Z", "+12345-01-01T00:00:00Z", "-0001-06-30T12:00:00Z".
@@ -11,7 +10,7 @@ import Glibc
 /// same bits, except that -0.0 reads back as 0.0. Years outside 0000...9999 take the
 /// expanded form: a sign and at least four digits.
 enum ISO8601 {
-    /// 2001-01-01T00:00:00Z in seconds since 1970, the epoch of gmtime and timegm.
+    /// 2001-01-01T00:00:00Z in seconds since 1970, the epoch of `UTCCalendar`.
     private static let referenceEpoch: Int64 = 978_307_200
 
     /// The most fractional digits written. A double has at most 17 significant digits,
@@ -27,7 +26,7 @@ enum ISO8601 {
     }
 
     /// The ISO 8601 text of `interval` seconds since 2001-01-01 UTC; nil when it is not
-    /// finite, gmtime cannot give its year (beyond about ±2^31 years), or it needs more
+    /// finite, its year is beyond what `struct tm` holds (about ±2^31 years), or it needs more
     /// than `maximumFractionDigits` fractional digits.
     static func text(forInterval interval: Double) -> String? {
         guard interval.isFinite, let decimal = ShortestDecimal(interval),
@@ -43,13 +42,13 @@ enum ISO8601 {
                 fraction = complement(fraction)
             }
         }
-        var time = time_t(seconds + referenceEpoch)
-        var parts = tm()
-        guard gmtime_r(&time, &parts) != nil else { return nil }
-        let year = Int(parts.tm_year) + 1900
+        let parts = UTCCalendar.fields(ofUnixSeconds: seconds + referenceEpoch)
+        // The years gmtime gives: its tm_year, the year minus 1900, is a C int.
+        guard Int32(exactly: parts.year - 1900) != nil else { return nil }
+        let year = Int(parts.year)
         let yearText = (0...9999).contains(year) ? pad(year, 4) : (year < 0 ? "-" : "+") + pad(abs(year), 4)
-        var text = "\(yearText)-\(pad(Int(parts.tm_mon) + 1, 2))-\(pad(Int(parts.tm_mday), 2))"
-            + "T\(pad(Int(parts.tm_hour), 2)):\(pad(Int(parts.tm_min), 2)):\(pad(Int(parts.tm_sec), 2))"
+        var text = "\(yearText)-\(pad(parts.month, 2))-\(pad(parts.day, 2))"
+            + "T\(pad(parts.hour, 2)):\(pad(parts.minute, 2)):\(pad(parts.second, 2))"
         if !fraction.isEmpty { text += "." + String(decoding: fraction, as: UTF8.self) }
         return text + "Z"
     }
@@ -104,7 +103,8 @@ enum ISO8601 {
               let hour = number(2), literal(":"), let minute = number(2), literal(":"), let second = number(2),
               (1...12).contains(month), (1...daysIn(month: month, year: year)).contains(day),
               hour < 24, minute < 60, second < 61,
-              // timegm normalizes a leap second into the next year, which must still fit.
+              // The years timegm takes (tm_year, the year minus 1900, is a C int), less
+              // the last: a leap second there would carry into a year it cannot hold.
               let tmYear = Int32(exactly: year - 1900), tmYear < Int32.max
         else { return nil }
         var fraction: ArraySlice<UInt8> = []
@@ -127,18 +127,11 @@ enum ISO8601 {
         }
         guard position == bytes.count else { return nil }
 
-        var parts = tm()
-        parts.tm_year = tmYear
-        parts.tm_mon = Int32(month - 1)
-        parts.tm_mday = Int32(day)
-        parts.tm_hour = Int32(hour)
-        parts.tm_min = Int32(minute)
-        parts.tm_sec = Int32(second)
-        errno = 0
-        let unixSeconds = timegm(&parts)
-        guard unixSeconds != -1 || errno == 0 else { return nil }
+        // Second 60, a leap second, counts as the first of the next minute.
+        let unixSeconds = UTCCalendar.unixSeconds(
+            of: .init(year: Int64(tmYear) + 1900, month: month, day: day, hour: hour, minute: minute, second: second))
         // The whole seconds and the fraction as one decimal, rounded once.
-        let seconds = Int64(unixSeconds) - Int64(offset) - referenceEpoch
+        let seconds = unixSeconds - Int64(offset) - referenceEpoch
         guard !fraction.isEmpty else { return Double(seconds) }
         if seconds >= 0 { return Double("\(seconds)." + String(decoding: fraction, as: UTF8.self)) }
         // seconds + 0.fraction = -((|seconds| - 1) + (1 - 0.fraction))

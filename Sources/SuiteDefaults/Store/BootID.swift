@@ -1,5 +1,3 @@
-import Glibc
-
 /// The kernel's random ID for the current boot. The shared header records it, so the
 /// first process after a reboot knows not to trust a header that may have been
 /// written to disk out of step with the data file.
@@ -8,9 +6,7 @@ enum BootID {
 
     private static func read() -> (UInt64, UInt64) {
         let path = "/proc/sys/kernel/random/boot_id"
-        guard let descriptor = try? FileDescriptor.open(path, in: nil, flags: O_RDONLY, pathForErrors: path) else { return (0, 0) }
-        defer { descriptor.close() }
-        let text = (try? descriptor.readToEnd(limit: 64)) ?? []
+        guard let text = try? FileDescriptor.readContents(ofPath: path, limit: 64) else { return (0, 0) }
         var halves: (UInt64, UInt64) = (0, 0)
         var digits = 0
         for byte in text {

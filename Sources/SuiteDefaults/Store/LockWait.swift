@@ -1,5 +1,3 @@
-import CSuiteDefaults
-
 /// One wait for a suite's file lock, with a deadline. `flock` itself cannot wait with
 /// one, so the lock is only ever asked for without waiting, and between attempts the
 /// waiter pauses here, holding none of the store's locks, so that the other threads of
@@ -48,7 +46,7 @@ struct LockWait {
         }
         if now - start < Self.spinning {
             let resume = now + min(pause, remaining)
-            while MonotonicClock.now() < resume { sd_cpu_relax() }
+            while MonotonicClock.now() < resume { Processor.relax() }
             pause = min(pause * 2, .microseconds(32))
             return true
         }
@@ -58,11 +56,11 @@ struct LockWait {
         }
         if counted == nil, page.isWritable, !page.wasCutShort {
             // Counted before the next attempt, so that a release after it wakes us.
-            sd_atomic_add_u32(Self.waiters(page), 1)
+            Self.waiterCount(page).add(1)
             counted = page
             return true
         }
-        if SharedFutex.wait(on: Self.releases(page), whileEqualTo: point.seen, timeout: remaining) == .unsupported {
+        if Self.releaseCount(page).wait(whileEqualTo: point.seen, timeout: remaining) == .unsupported {
             MonotonicClock.sleep(remaining)
         }
         return true
@@ -70,15 +68,15 @@ struct LockWait {
 
     /// Stops counting this waiter.
     mutating func finish() {
-        if let counted, !counted.wasCutShort { sd_atomic_add_u32(Self.waiters(counted), UInt32.max) }
+        if let counted, !counted.wasCutShort { Self.waiterCount(counted).add(UInt32.max) }
         counted = nil
     }
 
-    private static func releases(_ page: MappedPage) -> UnsafeMutablePointer<UInt32> {
-        SharedHeader(page: page).releases
+    private static func releaseCount(_ page: MappedPage) -> SharedWord32 {
+        SharedHeader(page: page).releaseCount
     }
 
-    private static func waiters(_ page: MappedPage) -> UnsafeMutablePointer<UInt32> {
-        SharedHeader(page: page).waiters
+    private static func waiterCount(_ page: MappedPage) -> SharedWord32 {
+        SharedHeader(page: page).waiterCount
     }
 }

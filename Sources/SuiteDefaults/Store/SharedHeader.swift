@@ -1,6 +1,3 @@
-import CSuiteDefaults
-import Glibc
-
 /// The first page of a suite's lock file, mapped `MAP_SHARED` by every process that
 /// uses the suite. It says what is committed, so that a reader learns whether its
 /// cache is fresh from one memory load instead of a system call.
@@ -30,21 +27,20 @@ struct SharedHeader {
         base = page.base
     }
 
-    private func word(_ offset: Int) -> UnsafeMutablePointer<UInt64> {
-        (base + offset).assumingMemoryBound(to: UInt64.self)
-    }
+    @inline(__always)
+    private func word(_ offset: Int) -> SharedWord64 { SharedWord64(base + offset) }
 
-    private func load(_ offset: Int) -> UInt64 { sd_atomic_load_relaxed(word(offset)) }
-    private func store(_ value: UInt64, _ offset: Int) { sd_atomic_store_relaxed(word(offset), value) }
+    private func load(_ offset: Int) -> UInt64 { word(offset).loadRelaxed() }
+    private func store(_ value: UInt64, _ offset: Int) { word(offset).storeRelaxed(value) }
 
     var isWritable: Bool { page.isWritable }
 
     /// The generation, with acquire ordering: what was published before it is visible.
-    var generation: UInt64 { sd_atomic_load_acquire(word(16)) }
+    var generation: UInt64 { word(16).loadAcquiring() }
 
     /// Publishes a generation, with release ordering: every field written before it
     /// is visible to a process that loads it.
-    func publish(generation: UInt64) { sd_atomic_store_release(word(16), generation) }
+    func publish(generation: UInt64) { word(16).storeReleasing(generation) }
 
     func setCommitted(length: Int, dataFileID: UInt64) {
         store(UInt64(length), 24)
@@ -106,7 +102,7 @@ struct SharedHeader {
         store(0, 0)
         setCommitted(length: committedLength, dataFileID: dataFileID)
         setLastSequence(lastSequence)
-        committerPID = getpid()
+        committerPID = ProcessIdentity.id
         store(BootID.current.0, 48)
         store(BootID.current.1, 56)
         // A fresh random even generation, never 0 (a page zeroed under a reader must
@@ -117,9 +113,15 @@ struct SharedHeader {
 
     // MARK: Waiting for the lock
 
-    /// Bumped by a process releasing the lock while others wait; they wait on it.
-    var releases: UnsafeMutablePointer<UInt32> { (base + 64).assumingMemoryBound(to: UInt32.self) }
+    /// Bumped by a process releasing the lock while others wait; they wait on it (a
+    /// futex word).
+    var releaseCount: SharedWord32 { SharedWord32(base + 64) }
     /// How many processes wait for the lock, so that a release without waiters
     /// costs no system call. Only a hint: a wrong count costs a wake-up or a delay.
-    var waiters: UnsafeMutablePointer<UInt32> { (base + 68).assumingMemoryBound(to: UInt32.self) }
+    var waiterCount: SharedWord32 { SharedWord32(base + 68) }
+
+    /// `releaseCount` and `waiterCount` as raw pointers, for code that still calls
+    /// CSuiteDefaults itself (StoreState+Lock); to go once it uses the words above.
+    var releases: UnsafeMutablePointer<UInt32> { releaseCount.address }
+    var waiters: UnsafeMutablePointer<UInt32> { waiterCount.address }
 }

@@ -1,6 +1,5 @@
-import Glibc
-
-/// The files of one suite in one directory, and the rules for opening them:
+/// The files of one suite in one directory, and the rules for naming and opening
+/// them (the one place that knows how a suite's name and its files' names relate):
 ///
 /// - `NAME.suite`, the data file: a header, then the journal of records.
 /// - `NAME.suite.lock`, never replaced: the `flock` target, and the shared header.
@@ -21,22 +20,39 @@ struct SuiteFiles {
     let dataPath: String
     let lockPath: String
 
+    /// Use `dataFileName(of:)` and `suiteName(ofDataFile:)` rather than this.
     static let dataSuffix = ".suite"
-    static let lockSuffix = ".suite.lock"
+    private static let lockSuffix = ".suite.lock"
 
     init(suite: String, directory: DirectoryHandle, sharing: Suite.Sharing) {
         self.suite = suite
         self.directory = directory
         self.sharing = sharing
-        dataName = suite + Self.dataSuffix
-        lockName = suite + Self.lockSuffix
+        dataName = Self.dataFileName(of: suite)
+        lockName = Self.lockFileName(of: suite)
         dataPath = directory.pathOf(dataName)
         lockPath = directory.pathOf(lockName)
     }
 
+    // MARK: Names
+
+    /// The name of a suite's data file: `NAME.suite`.
+    static func dataFileName(of suite: String) -> String { suite + dataSuffix }
+
+    /// The name of a suite's lock file: `NAME.suite.lock`.
+    static func lockFileName(of suite: String) -> String { suite + lockSuffix }
+
+    /// The suite whose data file is named `fileName`: NAME for `NAME.suite`; nil for
+    /// a name that is no data file's (a lock file, a temporary or history file, a
+    /// damaged copy). NAME is not checked to be a valid suite name.
+    static func suiteName(ofDataFile fileName: String) -> String? {
+        guard fileName.hasSuffix(dataSuffix) else { return nil }
+        return String(fileName.dropLast(dataSuffix.count))
+    }
+
     var temporaryPrefix: String { dataName + ".tmp." }
     var historyPrefix: String { dataName + ".h." }
-    var fileMode: mode_t { sharing == .group ? 0o660 : 0o600 }
+    var filePermissions: FilePermissions { sharing == .group ? .ownerGroupReadWrite : .ownerReadWrite }
 
     /// The `SuiteError` for a failure while doing `action` to this suite's files.
     func error(_ failure: any Error, doing action: String) -> SuiteError {
@@ -64,18 +80,20 @@ struct SuiteFiles {
     }
 
     private static func createDirectory(path: String, sharing: Suite.Sharing, suite: String?) throws {
-        var status = stat()
-        if stat(path, &status) == 0 { return }
-        let mode: mode_t = sharing == .group ? 0o2770 : 0o700
+        if (try? FileStatus.of(path: path, followingLinks: true)) != nil { return }
+        let permissions: FilePermissions = sharing == .group
+            ? [.ownerGroupReadWriteExecute, .setGroupID] : .ownerReadWriteExecute
         var prefix = path.hasPrefix("/") ? "" : "."
         for component in path.split(separator: "/") {
             prefix += "/" + component
-            if mkdir(prefix, mode) == 0 {
+            do {
+                try DirectoryHandle.create(path: prefix, permissions: permissions)
                 // mkdir applies the umask; group mode needs its group bits.
-                if sharing == .group { chmod(prefix, mode) }
-            } else if errno != EEXIST {
-                throw SuiteError(SystemCallError(call: "mkdir", path: prefix, errno: errno), suite: suite,
-                                 doing: "create the suite directory")
+                if sharing == .group { try? DirectoryHandle.setPermissions(ofPath: prefix, permissions) }
+            } catch let failure as SystemCallError where failure.code == .fileExists {
+                continue
+            } catch {
+                throw SuiteError(error, suite: suite, doing: "create the suite directory")
             }
         }
     }
@@ -86,13 +104,14 @@ struct SuiteFiles {
         }
         if !isOurs(status, sharing: sharing) {
             throw SuiteError(.foreignOwner, suite: suite, path: path,
-                             message: "The suite directory belongs to user \(status.owner), not to this user (\(geteuid())); another user could replace its files. Use a directory of your own\(sharing == .group ? " or of your group" : "").")
+                             message: "The suite directory belongs to user \(status.owner), not to this user (\(ProcessIdentity.effectiveUserID)); another user could replace its files. Use a directory of your own\(sharing == .group ? " or of your group" : "").")
         }
-        if status.permissions & UInt32(S_IWOTH) != 0 && status.permissions & UInt32(S_ISVTX) == 0 {
+        let permissions = status.filePermissions
+        if permissions.contains(.otherWrite) && !permissions.contains(.sticky) {
             throw SuiteError(.foreignOwner, suite: suite, path: path,
                              message: "Every user may write to the suite directory (mode \(String(status.permissions, radix: 8))), so any of them could replace its files. Remove the write permission for others (chmod o-w).")
         }
-        if sharing == .private && status.permissions & UInt32(S_IWGRP) != 0 && status.permissions & UInt32(S_ISVTX) == 0 {
+        if sharing == .private && permissions.contains(.groupWrite) && !permissions.contains(.sticky) {
             throw SuiteError(.foreignOwner, suite: suite, path: path,
                              message: "The members of the directory's group may write to the suite directory (mode \(String(status.permissions, radix: 8))), so they could replace or delete a private suite's files. Remove the group's write permission (chmod g-w), or open the suite with group sharing.")
         }
@@ -100,20 +119,9 @@ struct SuiteFiles {
 
     /// Whether a file or directory is the current user's, or in group mode the group's.
     static func isOurs(_ status: FileStatus, sharing: Suite.Sharing) -> Bool {
-        if status.owner == geteuid() { return true }
+        if status.owner == ProcessIdentity.effectiveUserID { return true }
         guard sharing == .group else { return false }
-        return currentGroups().contains(status.group)
-    }
-
-    private static func currentGroups() -> Set<UInt32> {
-        var groups = Set([UInt32(getegid())])
-        let count = getgroups(0, nil)
-        if count > 0 {
-            var list = [gid_t](repeating: 0, count: Int(count))
-            let filled = getgroups(count, &list)
-            if filled > 0 { groups.formUnion(list.prefix(Int(filled)).map { UInt32($0) }) }
-        }
-        return groups
+        return ProcessIdentity.groupIDs().contains(status.group)
     }
 
     // MARK: Files
@@ -130,7 +138,7 @@ struct SuiteFiles {
         guard status.isRegularFile else { throw Self.refusal(of: status, suite: suite, path: path) }
         guard Self.isOurs(status, sharing: sharing) else {
             throw SuiteError(.foreignOwner, suite: suite, path: path,
-                             message: "The file belongs to user \(status.owner), not to this user (\(geteuid())); suites refuse files of other users. Remove it, or use group sharing.")
+                             message: "The file belongs to user \(status.owner), not to this user (\(ProcessIdentity.effectiveUserID)); suites refuse files of other users. Remove it, or use group sharing.")
         }
         return status
     }
@@ -147,8 +155,17 @@ struct SuiteFiles {
                           message: "A suite file is expected here but this is \(status.kindDescription), not a regular file; move it away.")
     }
 
-    func open(_ name: String, flags: CInt, mode: mode_t = 0) throws -> FileDescriptor {
-        try directory.openFile(name, flags: flags, mode: mode)
+    func open(
+        _ name: String, _ access: FileDescriptor.AccessMode, options: FileDescriptor.OpenOptions = [],
+        permissions: FilePermissions = []
+    ) throws -> FileDescriptor {
+        try directory.openFile(name, access, options: options, permissions: permissions)
+    }
+
+    /// `open(_:_:)` with raw `open(2)` flags, for StoreState+History; to go once it
+    /// uses the typed one.
+    func open(_ name: String, flags: CInt) throws -> FileDescriptor {
+        try directory.openFile(name, flags: flags)
     }
 
     /// The lock file as this process may use it.
@@ -167,11 +184,15 @@ struct SuiteFiles {
     func openLockFile() throws -> OpenLockFile? {
         let descriptor: FileDescriptor, writable: Bool
         do {
-            (descriptor, writable) = (try open(lockName, flags: O_RDWR | O_CREAT, mode: fileMode), true)
-        } catch let failure as SystemCallError where [EACCES, EPERM, EROFS].contains(failure.errno) {
+            (descriptor, writable) = (try open(lockName, .readWrite, options: .create, permissions: filePermissions), true)
+        } catch let failure as SystemCallError
+            where failure.failed(with: .permissionDenied, .notPermitted, .readOnlyFileSystem)
+        {
             do {
-                (descriptor, writable) = (try open(lockName, flags: O_RDONLY), false)
-            } catch let second as SystemCallError where [ENOENT, EACCES, EPERM].contains(second.errno) {
+                (descriptor, writable) = (try open(lockName, .readOnly), false)
+            } catch let second as SystemCallError
+                where second.failed(with: .noSuchFileOrDirectory, .permissionDenied, .notPermitted)
+            {
                 return nil
             } catch {
                 throw self.error(error, doing: "open the suite's lock file")
@@ -186,8 +207,8 @@ struct SuiteFiles {
                                  message: "The lock file has \(status.linkCount) names (hard links), so another name could reach the suite's shared state; suites refuse such a file. Remove the other names, or remove the lock file (it is made again).")
             }
             guard writable else { return OpenLockFile(descriptor: descriptor, writable: false, size: status.size) }
-            if status.size == 0 && status.owner == geteuid() {
-                try? descriptor.setPermissions(fileMode)
+            if status.size == 0 && status.owner == ProcessIdentity.effectiveUserID {
+                try? descriptor.setPermissions(filePermissions)
             }
             // Real blocks for the shared page: a sparse page touched through the
             // mapping on a full disk would raise SIGBUS instead of an error. (A page
@@ -211,10 +232,12 @@ struct SuiteFiles {
     func openDataFile(writable: Bool) throws -> (descriptor: FileDescriptor, status: FileStatus)? {
         let descriptor: FileDescriptor
         do {
-            descriptor = try open(dataName, flags: writable ? O_RDWR : O_RDONLY)
-        } catch let failure as SystemCallError where failure.errno == ENOENT {
+            descriptor = try open(dataName, writable ? .readWrite : .readOnly)
+        } catch let failure as SystemCallError where failure.code == .noSuchFileOrDirectory {
             return nil
-        } catch let failure as SystemCallError where [EISDIR, ENXIO, ENODEV, EOPNOTSUPP].contains(failure.errno) {
+        } catch let failure as SystemCallError
+            where failure.failed(with: .isDirectory, .noSuchAddressOrDevice, .operationNotSupportedByDevice, .notSupported)
+        {
             // A directory or a socket where the file should be: say what stands there.
             if let status = try? directory.status(of: dataName), !status.isRegularFile {
                 throw Self.refusal(of: status, suite: suite, path: dataPath)
@@ -234,10 +257,10 @@ struct SuiteFiles {
     /// Writes a complete new data file under a temporary name: the header, and the
     /// snapshot record when there is one. The caller renames or links it into place.
     func writeNewDataFile(snapshot: Record?, durable: Bool) throws -> NewDataFile {
-        let name = temporaryPrefix + "\(getpid()).\(String(UInt32.random(in: 0 ... .max), radix: 16))"
+        let name = temporaryPrefix + "\(ProcessIdentity.id).\(String(UInt32.random(in: 0 ... .max), radix: 16))"
         let descriptor: FileDescriptor
         do {
-            descriptor = try open(name, flags: O_RDWR | O_CREAT | O_EXCL, mode: fileMode)
+            descriptor = try open(name, .readWrite, options: .exclusiveCreate, permissions: filePermissions)
         } catch {
             throw self.error(error, doing: "create a new suite file")
         }
@@ -245,7 +268,7 @@ struct SuiteFiles {
         var bytes = DataFileHeader.encode(fileID: fileID)
         if let snapshot { bytes += RecordFormat.encode(snapshot) }
         do {
-            if sharing == .group { try descriptor.setPermissions(fileMode) }
+            if sharing == .group { try descriptor.setPermissions(filePermissions) }
             try bytes.withUnsafeBytes { raw in
                 try descriptor.write(raw, at: 0, path: directory.pathOf(name))
             }
@@ -270,7 +293,7 @@ struct SuiteFiles {
     /// names (a long suite name is shortened in the kept copy's name; the diagnostic
     /// gives the whole path).
     func damagedNames(at seconds: Int) -> some Sequence<String> {
-        let suffix = ".damaged-" + Self.stamp(seconds) + "-\(getpid())-"
+        let suffix = ".damaged-" + Self.stamp(seconds) + "-\(ProcessIdentity.id)-"
         return (1...).lazy.map { attempt in
             let tail = suffix + String(attempt)
             let room = Self.maximumFileNameBytes - tail.utf8.count - Self.dataSuffix.utf8.count
@@ -296,11 +319,9 @@ struct SuiteFiles {
 
     /// "20261122T101500Z", UTC.
     private static func stamp(_ seconds: Int) -> String {
-        var time = time_t(seconds)
-        var parts = tm()
-        gmtime_r(&time, &parts)
-        func two(_ value: Int32) -> String { value < 10 ? "0\(value)" : "\(value)" }
-        return "\(parts.tm_year + 1900)\(two(parts.tm_mon + 1))\(two(parts.tm_mday))T\(two(parts.tm_hour))\(two(parts.tm_min))\(two(parts.tm_sec))Z"
+        let parts = UTCCalendar.fields(ofUnixSeconds: Int64(seconds))
+        func two(_ value: Int) -> String { value < 10 ? "0\(value)" : "\(value)" }
+        return "\(parts.year)\(two(parts.month))\(two(parts.day))T\(two(parts.hour))\(two(parts.minute))\(two(parts.second))Z"
     }
 
     /// The name of a replaced journal kept as history: its last sequence number in 16

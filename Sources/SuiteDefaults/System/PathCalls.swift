@@ -1,0 +1,33 @@
+import Glibc
+
+// The calls that take a path rather than a descriptor or a directory handle: for the
+// few places that look at or make something before any directory is open.
+
+extension FileStatus {
+    /// The status of what `path` names: `stat`, or with `followingLinks: false`,
+    /// `lstat` (a symbolic link's own status). Throws `SystemCallError` (ENOENT when
+    /// there is nothing).
+    static func of(path: String, followingLinks: Bool) throws -> FileStatus {
+        var raw = stat()
+        if followingLinks {
+            _ = try retryingInterrupts("stat", path: path) { stat(path, &raw) }
+        } else {
+            _ = try retryingInterrupts("lstat", path: path) { lstat(path, &raw) }
+        }
+        return FileStatus(raw)
+    }
+}
+
+extension DirectoryHandle {
+    /// `mkdir`: creates one directory, with `permissions` less the umask. Throws
+    /// `SystemCallError` (EEXIST when the name exists).
+    static func create(path: String, permissions: FilePermissions) throws {
+        _ = try retryingInterrupts("mkdir", path: path) { mkdir(path, permissions.rawValue) }
+    }
+
+    /// `chmod` of a path (it follows symbolic links): sets the bits exactly, umask
+    /// aside.
+    static func setPermissions(ofPath path: String, _ permissions: FilePermissions) throws {
+        _ = try retryingInterrupts("chmod", path: path) { chmod(path, permissions.rawValue) }
+    }
+}
