@@ -342,10 +342,3 @@ final class ChangeWatcher: Sendable {
     }
 }
 
-// TEMPORARY until SuiteFiles owns the rule (merge of wt-system).
-extension SuiteFiles {
-    static func suiteName(ofDataFile fileName: String) -> String? {
-        guard fileName.hasSuffix(dataSuffix) else { return nil }
-        return String(fileName.dropLast(dataSuffix.count))
-    }
-}

@@ -123,7 +123,7 @@ final class ObserverHub: AppliedCommitListener {
     func store(_ store: SuiteStore, applied commits: [AppliedCommit]) {
         let sinks = withObservers { Array($0.sinks.values) }
         guard !sinks.isEmpty else { return }
-        let pid = CurrentProcess.id
+        let pid = ProcessIdentity.id
         var changes: [SuiteChange] = []
         for commit in commits {
             let kind: SuiteChange.Kind = commit.kind == .commit ? .commit : .netChange

@@ -119,9 +119,4 @@ struct SharedHeader {
     /// How many processes wait for the lock, so that a release without waiters
     /// costs no system call. Only a hint: a wrong count costs a wake-up or a delay.
     var waiterCount: SharedWord32 { SharedWord32(base + 68) }
-
-    /// `releaseCount` and `waiterCount` as raw pointers, for code that still calls
-    /// CSuiteDefaults itself (StoreState+Lock); to go once it uses the words above.
-    var releases: UnsafeMutablePointer<UInt32> { releaseCount.address }
-    var waiters: UnsafeMutablePointer<UInt32> { waiterCount.address }
 }

@@ -36,7 +36,7 @@ extension StoreState {
                              message: "The suite's sequence numbers are used up: a record numbered \(sequence - 1) was written by something other than this library. Nothing was written; export the suite, remove its files and import it again.")
         }
         let record = Record(kind: .transaction, sequence: sequence,
-                            timestamp: WallClock.nanosecondsSince1970(), pid: CurrentProcess.id, operations: operations)
+                            timestamp: WallClock.nanosecondsSince1970(), pid: ProcessIdentity.id, operations: operations)
         let bytes = RecordFormat.encode(record)
         let start = view.length
         guard start + bytes.count <= FormatLimits.maximumFileSize else {
@@ -44,7 +44,7 @@ extension StoreState {
                              message: "The suite file would grow past \(FormatLimits.maximumFileSize) bytes, the most a suite file may have, because compaction keeps failing (see the compactionFailed diagnostics). Nothing was written.")
         }
         let generation = view.generation
-        header.committerPID = CurrentProcess.id
+        header.committerPID = ProcessIdentity.id
         header.publish(generation: generation &+ 1)
         SuiteFaultInjection.reach(.commitStarted)
         do {
@@ -85,13 +85,13 @@ extension StoreState {
         do {
             do {
                 try files.directory.link(new.temporaryName, to: files.dataName)
-            } catch let failure as SystemCallError where failure.isLinkingUnsupported {
+            } catch let failure as SystemCallError where failure.failed(with: .notPermitted, .notSupported) {
                 // No hard links on this file system. Under the exclusive lock, with no
                 // data file known, a rename is equally safe.
-                guard try files.directory.status(of: files.dataName) == nil else { throw SystemCallError.alreadyExisting("link", path: files.dataName) }
+                guard try files.directory.status(of: files.dataName) == nil else { throw SystemCallError(call: "link", path: files.dataName, code: .fileExists) }
                 try files.directory.rename(new.temporaryName, to: files.dataName)
             }
-        } catch let failure as SystemCallError where failure.isAlreadyExisting {
+        } catch let failure as SystemCallError where failure.code == .fileExists {
             new.descriptor.close()
             // Someone put a file there without taking the lock. Read it now, and let
             // the caller decide again with what it holds.
@@ -140,11 +140,11 @@ extension StoreState {
         try checkSameProcess()
         guard writable, let header, dataFile != nil else { return }
         files.removeStaleTemporaryFiles()
-        let snapshot = contents.snapshot(timestamp: WallClock.nanosecondsSince1970(), pid: CurrentProcess.id)
+        let snapshot = contents.snapshot(timestamp: WallClock.nanosecondsSince1970(), pid: ProcessIdentity.id)
         let new = try files.writeNewDataFile(snapshot: snapshot, durable: durable)
         let kept = historyLimit > 0 && keepAsHistory(endingAt: contents.lastSequence)
         let generation = view.generation
-        header.committerPID = CurrentProcess.id
+        header.committerPID = ProcessIdentity.id
         header.publish(generation: generation &+ 1)
         do {
             try files.directory.rename(new.temporaryName, to: files.dataName)

@@ -87,7 +87,7 @@ extension StoreState {
     /// verifies (read first, before anything large), within the size limit, and every
     /// record verifies.
     private func readHistoryFile(_ name: String) -> [Record]? {
-        guard let descriptor = try? files.open(name, flags: FileDescriptor.readingOnly) else { return nil }
+        guard let descriptor = try? files.open(name, .readOnly) else { return nil }
         defer { descriptor.close() }
         guard let status = try? files.checkFile(descriptor, name: name), status.size <= FormatLimits.maximumFileSize,
               let header = try? descriptor.read(count: DataFileHeader.size, at: 0),

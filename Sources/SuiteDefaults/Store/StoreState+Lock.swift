@@ -1,6 +1,3 @@
-import CSuiteDefaults
-import Glibc
-
 extension StoreState {
     /// Tries to take the suite's `flock` without waiting; true when it is held now (or
     /// the suite has no lock file). A lock file that lost its name is followed to
@@ -45,9 +42,9 @@ extension StoreState {
         // the file again, so that the next locker sets it up again.
         if header?.page.wasCutShort == true { try? mapLockFileAgain() }
         lockFile.unlock()
-        if let header, header.isWritable, !header.page.wasCutShort, sd_atomic_load_u32(header.waiters) != 0 {
-            sd_atomic_add_u32(header.releases, 1)
-            SharedFutex.wake(header.releases)
+        if let header, header.isWritable, !header.page.wasCutShort, header.waiterCount.load() != 0 {
+            header.releaseCount.add(1)
+            header.releaseCount.wake()
         }
     }
 
@@ -65,12 +62,12 @@ extension StoreState {
     /// What a process waiting for the lock sleeps on: the shared page (kept alive by
     /// the reference) and the release count read before its last try.
     var lockWaitPoint: LockWait.Point {
-        LockWait.Point(page: header?.page, seen: header.map { sd_atomic_load_u32($0.releases) } ?? 0)
+        LockWait.Point(page: header?.page, seen: header.map { $0.releaseCount.load() } ?? 0)
     }
 
     func lockTimeoutError(_ kind: FileDescriptor.LockKind, waited timeout: Duration) -> SuiteError {
         let holders = (try? lockFile?.status()).flatMap { $0 }.map(LockHolders.pids(holding:)) ?? []
-        let others = holders.filter { $0 != CurrentProcess.id }
+        let others = holders.filter { $0 != ProcessIdentity.id }
         let who = others.isEmpty ? "another process" : "process " + others.map(String.init).joined(separator: ", ")
         return SuiteError(.lockTimeout, suite: suite, path: files.lockPath, lockHolder: others.first,
                           message: "Waited \(timeout) for the suite's \(kind == .shared ? "shared" : "exclusive") lock, which \(who) holds; it may be stopped or stuck. Nothing was changed. Try again, or raise Suite.Options.lockTimeout.")

@@ -97,7 +97,7 @@ extension StoreState {
 
     /// Writes what survived into a new file, and keeps the damaged one aside.
     private func replaceDamagedFile(with scan: DataFileScan) throws -> (descriptor: FileDescriptor, fileID: UInt64, length: Int) {
-        let snapshot = scan.contents.snapshot(timestamp: WallClock.nanosecondsSince1970(), pid: CurrentProcess.id)
+        let snapshot = scan.contents.snapshot(timestamp: WallClock.nanosecondsSince1970(), pid: ProcessIdentity.id)
         // A repair is rare and follows trouble, so it always goes to the disk.
         let new = try files.writeNewDataFile(snapshot: snapshot, durable: true)
         let aside: String
@@ -125,9 +125,9 @@ extension StoreState {
             do {
                 try files.directory.link(files.dataName, to: name)
                 return name
-            } catch let failure as SystemCallError where failure.isAlreadyExisting {
+            } catch let failure as SystemCallError where failure.code == .fileExists {
                 continue
-            } catch let failure as SystemCallError where failure.isLinkingUnsupported {
+            } catch let failure as SystemCallError where failure.failed(with: .notPermitted, .notSupported) {
                 // No hard links here. Under the exclusive lock, a name found free stays
                 // free but for processes outside the protocol.
                 guard try files.directory.status(of: name) == nil else { continue }

@@ -21,7 +21,7 @@ struct SuiteFiles {
     let lockPath: String
 
     /// Use `dataFileName(of:)` and `suiteName(ofDataFile:)` rather than this.
-    static let dataSuffix = ".suite"
+    private static let dataSuffix = ".suite"
     private static let lockSuffix = ".suite.lock"
 
     init(suite: String, directory: DirectoryHandle, sharing: Suite.Sharing) {
@@ -160,12 +160,6 @@ struct SuiteFiles {
         permissions: FilePermissions = []
     ) throws -> FileDescriptor {
         try directory.openFile(name, access, options: options, permissions: permissions)
-    }
-
-    /// `open(_:_:)` with raw `open(2)` flags, for StoreState+History; to go once it
-    /// uses the typed one.
-    func open(_ name: String, flags: CInt) throws -> FileDescriptor {
-        try directory.openFile(name, flags: flags)
     }
 
     /// The lock file as this process may use it.

@@ -33,7 +33,7 @@ final class SuiteStore: Sendable {
     }
 
     private func checkNotInsideTransaction() {
-        if transactionThread.load(ordering: .relaxed) == CurrentProcess.thread
+        if transactionThread.load(ordering: .relaxed) == ProcessIdentity.thread
             && transactionEpoch.load(ordering: .relaxed) == ForkEpoch.current {
             preconditionFailure("Suite \"\(name)\" was used inside its own update block; use the transaction passed to the block instead.")
         }
@@ -268,7 +268,7 @@ final class SuiteStore: Sendable {
             let started = MonotonicClock.nanoseconds()
             do {
                 transactionEpoch.store(ForkEpoch.current, ordering: .relaxed)
-                transactionThread.store(CurrentProcess.thread, ordering: .relaxed)
+                transactionThread.store(ProcessIdentity.thread, ordering: .relaxed)
                 defer { transactionThread.store(0, ordering: .relaxed) }
                 result = try body(transaction)
             } catch {

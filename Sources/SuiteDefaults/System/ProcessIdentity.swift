@@ -5,6 +5,9 @@ enum ProcessIdentity {
     /// `getpid()`: changes in a forked child, so it is asked for each time.
     static var id: Int32 { getpid() }
 
+    /// The calling thread, as a number to compare.
+    static var thread: UInt { UInt(bitPattern: Int(bitPattern: UInt(pthread_self()))) }
+
     /// `geteuid()`: the user whose files are "ours".
     static var effectiveUserID: UInt32 { geteuid() }
 
