@@ -5,6 +5,13 @@ import Testing
 import TestSupport
 @_spi(Tools) import SuiteDefaults
 
+/// A Codable value with a Decimal, as an app caches a price.
+private struct PriceQuote: Codable, Equatable {
+    var value: Decimal
+    var currency: String
+    var timestamp: Date
+}
+
 /// `suite-defaults` run as a real process.
 @Suite("The suite-defaults command")
 struct CommandLineToolTests {
