@@ -12,23 +12,18 @@ import TestSupport
 struct HostileToolTests {
     let directory = TemporaryDirectory()
 
-    /// Runs a worker to its end and returns its report lines.
-    func outcome(_ command: String, suite: String, _ options: [String: String] = [:]) throws -> [String] {
-        let worker = try startWorker(command, in: directory, suite: suite, options)
-        worker.expectSuccess(within: .seconds(60))
-        return worker.lines
-    }
-
     // MARK: fork
 
     @Test func forkedProcessesLoseNoIncrement() throws {
         // A process forks while another of its threads is inside a transaction; the
         // parent and its children then increment together (suite-stress fork).
-        let tool = try ChildProcess(executable: Products.path("suite-stress"),
-                                    arguments: ["fork", "--iterations", "3", "--processes", "2", "--threads", "2", "--dir", directory.path])
-        #expect(tool.wait(timeout: .seconds(300)) == .exited(0), "\(tool.lines) \(tool.standardError)")
+        let tool = try run(program: "suite-stress",
+                           ["fork", "--iterations", "3", "--processes", "2", "--threads", "2", "--dir", directory.path],
+                           within: .seconds(300))
+        #expect(tool.status == .exited(0), "\(tool.lines) \(tool.errors)")
         #expect(tool.lines.contains { $0.hasPrefix("fork: ") && $0.contains(" 0 lost, 0 torn") }, "\(tool.lines)")
     }
+
     // MARK: A stopped lock holder
 
     @Test func aStoppedLockHolderTimesOutNamingIt() throws {
@@ -37,7 +32,7 @@ struct HostileToolTests {
         #expect(suite.string(forKey: "k") == "v1")
         let recorder = DiagnosticsRecorder(directory)
         // Another process writes (so that this one's cache is stale), then one stops holding the lock.
-        _ = try outcome("try-set", suite: "stuck", ["key": "k", "value": "v2"])
+        try startWorker("try-set", in: directory, suite: "stuck", ["key": "k", "value": "v2"]).expectSuccess(within: .seconds(60))
         let holder = try startWorker("hold-lock", in: directory, suite: "stuck")
         holder.expectLine(startingWith: "holding")
         holder.signal(SIGSTOP)
@@ -53,17 +48,18 @@ struct HostileToolTests {
         #expect(suite.string(forKey: "k") == "v1")
         #expect(recorder.kinds.contains(.refreshFailed))
         // A new process cannot even open it in time, and says so too.
-        let opener = try outcome("get", suite: "stuck", ["key": "k", "lock-timeout-ms": "200"])
-        #expect(opener.contains { $0.hasPrefix("error lockTimeout") }, "\(opener)")
+        let opener = try startWorker("get", in: directory, suite: "stuck", ["key": "k", "lock-timeout-ms": "200"])
+        opener.expectSuccess(within: .seconds(60))
+        #expect(opener.lines.contains { $0.hasPrefix("error lockTimeout") }, "\(opener.lines)")
 
         // The tools give up in their time too, from their start.
-        let write = try ChildProcess(executable: Products.path("suite-defaults"),
-                                     arguments: ["--dir", directory.path, "--timeout", "0.3", "write", "stuck", "k", "v4"])
-        #expect(write.wait(timeout: .seconds(20)) == .exited(3))
-        #expect(write.standardError.contains("\(holder.pid)"), "\(write.standardError)")
-        let watch = try ChildProcess(executable: Products.path("suite-watch"),
-                                     arguments: ["--dir", directory.path, "--count", "1", "--timeout", "0.5", "stuck"])
-        #expect(watch.wait(timeout: .seconds(20)) == .exited(1))
+        let write = try run(program: "suite-defaults", ["--dir", directory.path, "--timeout", "0.3", "write", "stuck", "k", "v4"],
+                            within: .seconds(20))
+        #expect(write.status == .exited(3))
+        #expect(write.errors.contains("\(holder.pid)"), "\(write.errors)")
+        let watch = try run(program: "suite-watch", ["--dir", directory.path, "--count", "1", "--timeout", "0.5", "stuck"],
+                            within: .seconds(20))
+        #expect(watch.status == .exited(1))
 
         holder.signal(SIGCONT)
         _ = holder.kill()
