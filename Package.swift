@@ -64,6 +64,11 @@ let package = Package(
         .target(name: "TestSupport", dependencies: ["SuiteDefaults", "ChildProcess"], path: "Tests/TestSupport"),
         .testTarget(
             name: "SuiteDefaultsTests",
+            dependencies: ["SuiteDefaults", "ChildProcess", "TestSupport", "suite-test-worker"]
+        ),
+        // The tools run as the processes they are.
+        .testTarget(
+            name: "ToolTests",
             dependencies: ["SuiteDefaults", "ChildProcess", "TestSupport", "suite-test-worker", "suite-defaults", "suite-watch",
                            "suite-stress", "suite-bench"]
         ),

@@ -12,23 +12,12 @@ import UnitPreferences
 struct ExampleProgramTests {
     let directory = TemporaryDirectory()
 
-    struct Run {
-        var status: ChildProcess.Termination?
-        var lines: [String]
-        var errors: String
-    }
-
     /// Runs a program to its end; its locale is `LANG`, unless the caller sets more.
     func run(_ program: String, _ arguments: [String], environment: [String: String] = ["LANG": "en_US.UTF-8"],
-             input: String? = nil) throws -> Run {
+             input: String? = nil) throws -> ProgramRun {
         var variables = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("LC_") && $0.key != "LANG" }
         variables.merge(environment) { $1 }
-        let process = try ChildProcess(executable: Products.path(program), arguments: ["--dir", directory.path] + arguments,
-                                       environment: variables)
-        if let input { process.send(input) }
-        process.closeInput()
-        let status = process.wait(timeout: .seconds(60))
-        return Run(status: status, lines: process.lines, errors: process.standardError)
+        return try TestSupport.run(program: program, ["--dir", directory.path] + arguments, input: input, environment: variables)
     }
 
     func suite() throws -> Suite { try Suite(named: FitnessSuite.name, directory: directory.url) }
@@ -114,8 +103,8 @@ struct ExampleProgramTests {
     }
 
     @Test func theDemoRunsEndToEnd() throws {
-        let demo = try ChildProcess(executable: Products.path("suite-demo"), arguments: [])
-        #expect(demo.wait(timeout: .seconds(120)) == .exited(0), "\(demo.lines) \(demo.standardError)")
+        let demo = try TestSupport.run(program: "suite-demo", [], within: .seconds(120))
+        #expect(demo.status == .exited(0), "\(demo.lines) \(demo.errors)")
         #expect(demo.lines.last?.hasPrefix("Every widget showed every state: 9 redraws") == true, "\(demo.lines)")
         #expect(demo.lines.filter { $0.contains("redrawn") }.count == 9)
         #expect(demo.lines.contains { $0.contains("Last run: 3.1 mi") })

@@ -14,10 +14,10 @@ struct BenchToolTests {
         var environment = ProcessInfo.processInfo.environment
         environment["HOME"] = home.path
         environment["XDG_CONFIG_HOME"] = nil
-        let bench = try ChildProcess(executable: Products.path("suite-bench"),
-                                     arguments: ["--quick", "--json", "--dir", directory.path, "--svg", directory.file("chart.svg").path],
-                                     environment: environment)
-        #expect(bench.wait(timeout: .seconds(600)) == .exited(0), "\(bench.standardError.suffix(500))")
+        let bench = try run(program: "suite-bench",
+                            ["--quick", "--json", "--dir", directory.path, "--svg", directory.file("chart.svg").path],
+                            environment: environment, within: .seconds(600))
+        #expect(bench.status == .exited(0), "\(bench.errors.suffix(500))")
         let json = try #require(bench.lines.last)
         let object = try #require(try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any])
         #expect((object["machine"] as? String)?.isEmpty == false)

@@ -171,8 +171,7 @@ struct WatchProcessTests {
     @Test func suiteWatchShowsWhatSuiteDefaultsWrites() throws {
         let watcher = try startWatch(["--count", "3", "--initial", "cli", "units.system", "count"], in: directory)
         func write(_ arguments: String...) throws {
-            let tool = try ChildProcess(executable: Products.path("suite-defaults"), arguments: ["--dir", directory.path] + arguments)
-            #expect(tool.wait(timeout: .seconds(60)) == .exited(0))
+            #expect(try run(program: "suite-defaults", ["--dir", directory.path] + arguments).status == .exited(0))
         }
         try write("write", "cli", "units.system", "metric")
         try write("write", "cli", "ignored", "x")
@@ -202,19 +201,16 @@ struct WatchProcessTests {
     }
 
     @Test func suiteWatchExitsWithClearStatuses() throws {
-        func run(_ arguments: [String]) throws -> (ChildProcess.Termination?, String) {
-            let watch = try ChildProcess(executable: Products.path("suite-watch"), arguments: arguments)
-            return (watch.wait(timeout: .seconds(60)), watch.standardError)
-        }
+        func run(_ arguments: [String]) throws -> ProgramRun { try TestSupport.run(program: "suite-watch", arguments) }
         let missing = try run(["--dir", directory.file("nowhere").path, "s"])
-        #expect(missing.0 == .exited(2) && missing.1.contains("does not exist"))
-        #expect(try run(["--dir", directory.path]).0 == .exited(2))
-        #expect(try run(["--dir", directory.path, "--count", "x", "s"]).0 == .exited(2))
-        #expect(try run(["--dir", directory.path, "--all", "s"]).0 == .exited(2))
-        #expect(try run(["--dir", directory.path, "a/b"]).0 == .exited(2))
-        #expect(try run(["--dir", directory.path, "--bogus", "s"]).0 == .exited(2))
+        #expect(missing.status == .exited(2) && missing.errors.contains("does not exist"))
+        #expect(try run(["--dir", directory.path]).status == .exited(2))
+        #expect(try run(["--dir", directory.path, "--count", "x", "s"]).status == .exited(2))
+        #expect(try run(["--dir", directory.path, "--all", "s"]).status == .exited(2))
+        #expect(try run(["--dir", directory.path, "a/b"]).status == .exited(2))
+        #expect(try run(["--dir", directory.path, "--bogus", "s"]).status == .exited(2))
         let timedOut = try run(["--dir", directory.path, "--count", "1", "--timeout", "0.2", "quiet"])
-        #expect(timedOut.0 == .exited(1) && timedOut.1.contains("0 of 1"))
+        #expect(timedOut.status == .exited(1) && timedOut.errors.contains("0 of 1"))
 
         let interrupted = try startWatch(["quiet"], in: directory)
         interrupted.signal(SIGINT)

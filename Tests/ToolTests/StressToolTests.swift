@@ -12,10 +12,8 @@ struct StressToolTests {
 
     /// Runs a scenario and returns its JSON rows.
     func run(_ arguments: [String]) throws -> [[String: SuiteValue]] {
-        let tool = try ChildProcess(executable: Products.path("suite-stress"),
-                                    arguments: arguments + ["--json", "--dir", directory.path])
-        let ended = tool.wait(timeout: .seconds(300))
-        #expect(ended == .exited(0), "\(arguments): \(tool.lines.suffix(3)) \(tool.standardError.suffix(500))")
+        let tool = try TestSupport.run(program: "suite-stress", arguments + ["--json", "--dir", directory.path], within: .seconds(300))
+        #expect(tool.status == .exited(0), "\(arguments): \(tool.lines.suffix(3)) \(tool.errors.suffix(500))")
         guard let line = tool.lines.last, case .dictionary(let object)? = try? SuiteValue(jsonText: line),
               case .array(let rows)? = object["scenarios"]
         else {
@@ -116,8 +114,7 @@ struct StressToolTests {
 
     @Test func badArgumentsExitWithStatusTwo() throws {
         for arguments in [["nonsense"], [], ["counter", "--processes", "0"], ["counter", "--against", "sqlite"]] {
-            let tool = try ChildProcess(executable: Products.path("suite-stress"), arguments: arguments)
-            #expect(tool.wait(timeout: .seconds(60)) == .exited(2), "\(arguments)")
+            #expect(try TestSupport.run(program: "suite-stress", arguments).status == .exited(2), "\(arguments)")
         }
     }
 }

@@ -5,41 +5,34 @@ import Testing
 import TestSupport
 @_spi(Tools) import SuiteDefaults
 
+/// A Codable value with a Decimal, as an app caches a price.
+private struct PriceQuote: Codable, Equatable {
+    var value: Decimal
+    var currency: String
+    var timestamp: Date
+}
+
 /// `suite-defaults` run as a real process.
 @Suite("The suite-defaults command")
 struct CommandLineToolTests {
     let directory = TemporaryDirectory()
 
-    struct Outcome {
-        var status: ChildProcess.Termination?
-        var output: [String]
-        var errors: String
-    }
-
+    /// Runs `suite-defaults --dir DIR ARGUMENTS` to its end.
     @discardableResult
-    func run(_ arguments: String..., input: String? = nil) throws -> Outcome {
-        try outcome(of: ChildProcess(executable: Products.path("suite-defaults"), arguments: ["--dir", directory.path] + arguments),
-                    input: input)
+    func run(_ arguments: String..., input: String? = nil) throws -> ProgramRun {
+        try TestSupport.run(program: "suite-defaults", ["--dir", directory.path] + arguments, input: input)
     }
 
     /// Runs `script` with `/bin/sh`, where `tool ARGS` runs `suite-defaults --dir DIR ARGS`
     /// and `$1 ...` are `arguments`: for what a ChildProcess cannot give the command
     /// directly, arguments that are not UTF-8 (made with printf) and resource limits
     /// (set with ulimit).
-    func runInShell(_ script: String, _ arguments: String...) throws -> Outcome {
+    func runInShell(_ script: String, _ arguments: String...) throws -> ProgramRun {
         var environment = ProcessInfo.processInfo.environment
         environment["SUITE_DEFAULTS_TOOL"] = Products.path("suite-defaults")
         environment["SUITE_DEFAULTS_TEST_DIR"] = directory.path
         let tool = #"tool() { exec "$SUITE_DEFAULTS_TOOL" --dir "$SUITE_DEFAULTS_TEST_DIR" "$@"; }"#
-        return try outcome(of: ChildProcess(executable: "/bin/sh", arguments: ["-c", tool + "\n" + script, "sh"] + arguments,
-                                            environment: environment), input: nil)
-    }
-
-    private func outcome(of process: ChildProcess, input: String?) -> Outcome {
-        if let input { process.send(input) }
-        process.closeInput()
-        let status = process.wait(timeout: .seconds(60))
-        return Outcome(status: status, output: process.lines, errors: process.standardError)
+        return try TestSupport.run(program: "/bin/sh", ["-c", tool + "\n" + script, "sh"] + arguments, environment: environment)
     }
 
     @Test func writesAndReadsEveryType() throws {
@@ -51,13 +44,13 @@ struct CommandLineToolTests {
         #expect(try run("write", "group.x", "blob", "--data", "AAEC/w==").status == .exited(0))
         #expect(try run("write", "group.x", "list", "--json", "[1, \"two\"]").status == .exited(0))
 
-        #expect(try run("read", "group.x", "units.system").output == ["imperial"])
-        #expect(try run("read", "group.x", "count").output == ["-42"])
-        #expect(try run("read", "group.x", "ratio").output == ["0.25"])
-        #expect(try run("read", "group.x", "on").output == ["true"])
-        #expect(try run("read", "group.x", "when").output == ["2026-11-22T10:15:00Z"])
-        #expect(try run("read", "group.x", "blob").output == ["AAEC/w=="])
-        #expect(try run("read", "group.x", "list").output == ["[", "  1,", "  \"two\"", "]"])
+        #expect(try run("read", "group.x", "units.system").lines == ["imperial"])
+        #expect(try run("read", "group.x", "count").lines == ["-42"])
+        #expect(try run("read", "group.x", "ratio").lines == ["0.25"])
+        #expect(try run("read", "group.x", "on").lines == ["true"])
+        #expect(try run("read", "group.x", "when").lines == ["2026-11-22T10:15:00Z"])
+        #expect(try run("read", "group.x", "blob").lines == ["AAEC/w=="])
+        #expect(try run("read", "group.x", "list").lines == ["[", "  1,", "  \"two\"", "]"])
 
         // What the command wrote, the library reads, with the same types.
         let suite = try Suite(named: "group.x", directory: directory.url)
@@ -70,7 +63,7 @@ struct CommandLineToolTests {
     @Test func listsDeletesAndReportsWhatIsMissing() throws {
         try run("write", "b.suite", "k", "v")
         try run("write", "a.suite", "k", "v")
-        #expect(try run("list").output == ["a.suite", "b.suite"])
+        #expect(try run("list").lines == ["a.suite", "b.suite"])
 
         let missingKey = try run("read", "a.suite", "nope")
         #expect(missingKey.status == .exited(1))
@@ -82,16 +75,15 @@ struct CommandLineToolTests {
         #expect(try run("delete", "a.suite", "k").status == .exited(1))
         try run("write", "b.suite", "j", "w")
         #expect(try run("delete", "b.suite").status == .exited(0))
-        #expect(try run("read", "b.suite").output == ["{}"])
+        #expect(try run("read", "b.suite").lines == ["{}"])
     }
 
     @Test func usageErrorsExitWithStatusTwo() throws {
         for arguments in [[], ["bogus"], ["read"], ["write", "s", "k"], ["write", "s", "k", "--int", "abc"],
                           ["write", "s", "k", "--weird", "1"], ["read", "a/b"], ["write", "s", "", "v"], ["write", "s", "k", "--int"]] {
-            let process = try ChildProcess(executable: Products.path("suite-defaults"), arguments: ["--dir", directory.path] + arguments)
-            process.closeInput()
-            #expect(process.wait(timeout: .seconds(60)) == .exited(2), "\(arguments)")
-            #expect(process.standardError.hasPrefix("suite-defaults: "), "\(arguments): \(process.standardError)")
+            let outcome = try TestSupport.run(program: "suite-defaults", ["--dir", directory.path] + arguments)
+            #expect(outcome.status == .exited(2), "\(arguments)")
+            #expect(outcome.errors.hasPrefix("suite-defaults: "), "\(arguments): \(outcome.errors)")
         }
     }
 
@@ -103,7 +95,7 @@ struct CommandLineToolTests {
         try suite.set("text \"quoted\"\n", forKey: "text")
         let exported = try run("export", "source")
         #expect(exported.status == .exited(0))
-        let imported = try run("import", "copy", "-", input: exported.output.joined(separator: "\n"))
+        let imported = try run("import", "copy", "-", input: exported.lines.joined(separator: "\n"))
         #expect(imported.status == .exited(0), "\(imported.errors)")
         let copy = try Suite(named: "copy", directory: directory.url)
         #expect(copy.storedValues() == suite.storedValues())
@@ -162,7 +154,7 @@ struct CommandLineToolTests {
         #expect(refused.errors.contains("file size limit"), "\(refused.errors)")
         #expect(directory.bytes(of: "full.suite") == before, "the cut-off write was undone")
         #expect(SuiteFileInspection(bytes: directory.bytes(of: "full.suite") ?? []).verdict == .intact)
-        #expect(try run("read", "full", "early").output == ["kept"])
+        #expect(try run("read", "full", "early").lines == ["kept"])
     }
 
     @Test func aSuiteFileThatIsNotARegularFileIsRefusedNotMissing() throws {
@@ -179,7 +171,7 @@ struct CommandLineToolTests {
             }
             #expect(!directory.names().contains(name + ".suite.lock"), "a refused suite gets no lock file")
         }
-        #expect(try run("read", "real", "k").output == ["kept"], "nothing reached the link's target")
+        #expect(try run("read", "real", "k").lines == ["kept"], "nothing reached the link's target")
     }
 
     @Test func aSuiteNameThatLooksLikeAnOptionNeedsDoubleDash() throws {
@@ -191,7 +183,7 @@ struct CommandLineToolTests {
 
         #expect(try run("write", "--", "-odd", "k", "v").status == .exited(0))
         #expect(try run("--", "write", "-odd", "n", "--int", "-5").status == .exited(0))
-        #expect(try run("read", "--", "-odd", "n").output == ["-5"])
+        #expect(try run("read", "--", "-odd", "n").lines == ["-5"])
         #expect(try Suite(named: "-odd", directory: directory.url).storedValues() == ["k": "v", "n": -5])
     }
 
