@@ -76,8 +76,8 @@ let package = Package(
         .target(name: "TestSupport", dependencies: ["SuiteDefaults", "ChildProcess", "ToolSupport"], path: "Tests/TestSupport"),
         .testTarget(
             name: "SuiteDefaultsTests",
-            dependencies: ["SuiteDefaults", "ChildProcess", "TestSupport", "suite-test-worker", "suite-defaults", "suite-watch",
-                           "suite-stress", "suite-bench"]
+            dependencies: ["SuiteDefaults", "ChildProcess", "TestSupport", "ToolSupport", "suite-test-worker", "suite-defaults",
+                           "suite-watch", "suite-stress", "suite-bench"]
         ),
         .testTarget(
             name: "UnitPreferencesTests",
