@@ -28,28 +28,40 @@ let package = Package(
         // /proc/locks shows them, and clean termination on SIGINT and SIGTERM.
         .target(name: "ChildProcess"),
 
+        // What the executables share: the option parser, the error and exit statuses,
+        // line output, temporary directories, a clock and a seeded generator.
+        .target(name: "ToolSupport", dependencies: ["SuiteDefaults"]),
+
+        // The jobs worker processes do on a store, this library's suite or Foundation's
+        // UserDefaults, for suite-stress, suite-bench and the test worker.
+        .target(name: "WorkerRoles", dependencies: ["SuiteDefaults", "UnitPreferences", "ToolSupport"]),
+
         // A `defaults`-style command-line tool over the library.
-        .executableTarget(name: "suite-defaults", dependencies: ["SuiteDefaults"]),
+        .executableTarget(name: "suite-defaults", dependencies: ["SuiteDefaults", "ToolSupport"]),
 
         // Prints the changes of suites as they happen, from any process.
-        .executableTarget(name: "suite-watch", dependencies: ["SuiteDefaults", "ChildProcess"]),
+        .executableTarget(name: "suite-watch", dependencies: ["SuiteDefaults", "ChildProcess", "ToolSupport"]),
 
         // Concurrency, crash and fault-injection runs over real processes.
-        .executableTarget(name: "suite-stress", dependencies: ["SuiteDefaults", "UnitPreferences", "ChildProcess"]),
+        .executableTarget(name: "suite-stress",
+                          dependencies: ["SuiteDefaults", "UnitPreferences", "ChildProcess", "ToolSupport", "WorkerRoles"]),
 
         // This library beside Foundation's UserDefaults and the system-call floor.
-        .executableTarget(name: "suite-bench", dependencies: ["SuiteDefaults", "ChildProcess", "CSuiteDefaults"]),
+        .executableTarget(name: "suite-bench",
+                          dependencies: ["SuiteDefaults", "ChildProcess", "CSuiteDefaults", "ToolSupport", "WorkerRoles"]),
 
         // Examples: an app family sharing one suite, and the demo that runs it.
-        .target(name: "FitnessShared", dependencies: ["SuiteDefaults", "UnitPreferences", "ChildProcess"], path: "Examples/FitnessShared"),
-        .executableTarget(name: "fitness-app", dependencies: ["FitnessShared", "SuiteDefaults", "UnitPreferences"], path: "Examples/fitness-app"),
+        .target(name: "FitnessShared", dependencies: ["SuiteDefaults", "UnitPreferences", "ChildProcess", "ToolSupport"],
+                path: "Examples/FitnessShared"),
+        .executableTarget(name: "fitness-app", dependencies: ["FitnessShared", "SuiteDefaults", "UnitPreferences", "ToolSupport"],
+                          path: "Examples/fitness-app"),
         .executableTarget(name: "distance-widget", dependencies: ["FitnessShared", "SuiteDefaults", "UnitPreferences"], path: "Examples/distance-widget"),
         .executableTarget(name: "weight-widget", dependencies: ["FitnessShared", "SuiteDefaults", "UnitPreferences"], path: "Examples/weight-widget"),
-        .executableTarget(name: "price-ticker", dependencies: ["FitnessShared", "SuiteDefaults"], path: "Examples/price-ticker"),
+        .executableTarget(name: "price-ticker", dependencies: ["FitnessShared", "SuiteDefaults", "ToolSupport"], path: "Examples/price-ticker"),
         .executableTarget(
             name: "suite-demo",
             // The programs it starts are dependencies, so `swift run suite-demo` builds them.
-            dependencies: ["ChildProcess", "FitnessShared", "SuiteDefaults", "UnitPreferences",
+            dependencies: ["ChildProcess", "FitnessShared", "SuiteDefaults", "UnitPreferences", "ToolSupport",
                            "fitness-app", "distance-widget", "weight-widget", "price-ticker"],
             path: "Examples/suite-demo"
         ),
@@ -57,20 +69,20 @@ let package = Package(
         // The worker that multi-process tests spawn as real child processes.
         .executableTarget(
             name: "suite-test-worker",
-            dependencies: ["SuiteDefaults", "UnitPreferences"],
+            dependencies: ["SuiteDefaults", "UnitPreferences", "ToolSupport", "WorkerRoles"],
             path: "Tests/suite-test-worker"
         ),
         // What the test targets share: temporary directories, workers, recorders.
-        .target(name: "TestSupport", dependencies: ["SuiteDefaults", "ChildProcess"], path: "Tests/TestSupport"),
+        .target(name: "TestSupport", dependencies: ["SuiteDefaults", "ChildProcess", "ToolSupport"], path: "Tests/TestSupport"),
         .testTarget(
             name: "SuiteDefaultsTests",
-            dependencies: ["SuiteDefaults", "ChildProcess", "TestSupport", "suite-test-worker"]
+            dependencies: ["SuiteDefaults", "ChildProcess", "TestSupport", "ToolSupport", "suite-test-worker"]
         ),
         // The tools run as the processes they are.
         .testTarget(
             name: "ToolTests",
-            dependencies: ["SuiteDefaults", "ChildProcess", "TestSupport", "suite-test-worker", "suite-defaults", "suite-watch",
-                           "suite-stress", "suite-bench"]
+            dependencies: ["SuiteDefaults", "ChildProcess", "TestSupport", "ToolSupport", "suite-test-worker", "suite-defaults",
+                           "suite-watch", "suite-stress", "suite-bench"]
         ),
         .testTarget(
             name: "UnitPreferencesTests",

@@ -1,5 +1,6 @@
 import Foundation
 import SuiteDefaults
+import ToolSupport
 
 /// The last valid BTC price the app family has seen. `Decimal`, so that "68901.23"
 /// is stored and read back exactly.
@@ -25,8 +26,7 @@ extension PriceQuote {
         do {
             return try suite.decodable(PriceQuote.self, forKey: storageKey)
         } catch {
-            Output.line("price-ticker: the cached price is unreadable and is treated as absent: \(error)",
-                        to: STDERR_FILENO)
+            Output.errorLine("price-ticker: the cached price is unreadable and is treated as absent: \(error)")
             return nil
         }
     }

@@ -3,30 +3,40 @@ import Dispatch
 import Foundation
 import Glibc
 import SuiteDefaults
+import ToolSupport
 
 /// The loop every widget runs: print the rendered line, then print it again on every
 /// change of the keys it shows, from any process, until SIGTERM or SIGINT.
 ///
 ///     WIDGET [--dir DIR] [--once] [--timestamps]
-///
-/// `--once` renders once and exits. `--timestamps` starts each line with
-/// CLOCK_MONOTONIC nanoseconds at the moment of rendering, for measuring how long
-/// a change took to arrive.
 public enum Widget {
+    /// The options of every widget.
+    public static let options = [
+        FitnessSuite.directoryOption,
+        CommandLineOption.flag("--once", help: "render once and exit"),
+        CommandLineOption.flag("--timestamps", help: """
+            start each line with CLOCK_MONOTONIC nanoseconds at the moment of rendering,
+            for measuring how long a change took to arrive
+            """),
+    ]
+
+    /// A widget program: reads its command line, opens the suite and runs the loop.
+    public static func run(keys: [String], render: @escaping @Sendable (Suite) -> String) -> Never {
+        let syntax = CommandLineSyntax(synopsis: ["\(Output.programName) [--dir DIR] [--once] [--timestamps]"], options: options)
+        let commandLine = syntax.parseCommandLine()
+        if let unexpected = commandLine.arguments.first { commandLine.usageError("unknown argument \(unexpected)").exit() }
+        run(keys: keys, suite: FitnessSuite.open(commandLine), commandLine: commandLine, render: render)
+    }
+
+    /// The loop, on `suite`, with `--once` and `--timestamps` as `commandLine` gives them.
     public static func run(
-        keys: [String], arguments: [String] = Array(CommandLine.arguments.dropFirst()), suite: Suite? = nil,
-        render: @escaping @Sendable (Suite) -> String
+        keys: [String], suite: Suite, commandLine: ParsedCommandLine, render: @escaping @Sendable (Suite) -> String
     ) -> Never {
-        var arguments = arguments
-        let suite = suite ?? FitnessSuite.open(&arguments)
-        let once = arguments.contains("--once")
-        let timestamps = arguments.contains("--timestamps")
-        if let unknown = arguments.first(where: { $0 != "--once" && $0 != "--timestamps" }) {
-            Output.fail("unknown argument \(unknown); usage: [--dir DIR] [--once] [--timestamps]", status: 2)
-        }
+        let once = commandLine.isSet("--once")
+        let timestamps = commandLine.isSet("--timestamps")
         let show: @Sendable () -> Void = {
             let line = render(suite)
-            Output.line(timestamps ? "\(Output.monotonicNanoseconds()) \(line)" : line)
+            Output.line(timestamps ? "\(monotonicNanoseconds()) \(line)" : line)
         }
         if once {
             show()
@@ -38,7 +48,7 @@ public enum Widget {
         do {
             token = try suite.observe(keys: keys) { _ in show() }
         } catch {
-            Output.fail("cannot watch for changes: \(error)", status: 3)
+            ToolError(status: 3, message: "cannot watch for changes: \(error)").exit()
         }
         show()
         withExtendedLifetime(token) { dispatchMain() }

@@ -10,9 +10,22 @@
 import FitnessShared
 import Foundation
 import SuiteDefaults
+import ToolSupport
 import UnitPreferences
 
-let usage = "usage: fitness-app [--dir DIR] units [metric|imperial|auto] | log-run DISTANCE | log-lift WEIGHT | history | shell"
+let syntax = CommandLineSyntax(
+    synopsis: ["fitness-app [--dir DIR] units [metric|imperial|auto] | log-run DISTANCE | log-lift WEIGHT | history | shell"],
+    arguments: [
+        CommandLineArgument("units [metric|imperial|auto]", help: "show the unit system, or set it (auto: from the locale)"),
+        CommandLineArgument("log-run DISTANCE", help: "log a run, e.g. 5, \"3.1 mi\", 5km"),
+        CommandLineArgument("log-lift WEIGHT", help: "log a lift, e.g. 90, \"198 lbs\""),
+        CommandLineArgument("history", help: "the workouts logged"),
+        CommandLineArgument("shell", help: "commands on standard input, one per line"),
+    ],
+    options: [FitnessSuite.directoryOption],
+    // An amount such as -3 is refused as an amount, not as an option.
+    takesUndeclaredOptionsAsArguments: true
+)
 
 /// What a command did: its message, and when its write started (CLOCK_MONOTONIC).
 struct Outcome {
@@ -20,21 +33,16 @@ struct Outcome {
     var writeStartedAt: UInt64?
 }
 
-struct CommandFailure: Error {
-    var message: String
-    var status: Int32
-}
-
-func execute(_ words: [String], in suite: Suite) throws(CommandFailure) -> Outcome {
-    func attempt<T>(_ body: () throws -> T) throws(CommandFailure) -> T {
+func execute(_ words: [String], in suite: Suite) throws(ToolError) -> Outcome {
+    func attempt<T>(_ body: () throws -> T) throws(ToolError) -> T {
         do {
             return try body()
         } catch let error as UnitInputError {
-            throw CommandFailure(message: error.message, status: 1)
+            throw ToolError(status: 1, message: error.message)
         } catch let error as SuiteError {
-            throw CommandFailure(message: error.message, status: 3)
+            throw ToolError(status: 3, message: error.message)
         } catch {
-            throw CommandFailure(message: "\(error)", status: 3)
+            throw ToolError(status: 3, message: "\(error)")
         }
     }
     switch (words.first, words.count) {
@@ -47,9 +55,9 @@ func execute(_ words: [String], in suite: Suite) throws(CommandFailure) -> Outco
         case "metric": system = .metric
         case "imperial": system = .imperial
         case "auto": system = UnitSystem.fromLocale()
-        default: throw CommandFailure(message: "units takes metric, imperial or auto", status: 2)
+        default: throw ToolError.usage("units takes metric, imperial or auto")
         }
-        let started = Output.monotonicNanoseconds()
+        let started = monotonicNanoseconds()
         try attempt { try UnitSystem.setCurrent(system, in: suite) }
         let origin = words[1] == "auto" ? " (from the locale)" : ""
         return Outcome(message: "Units set to \(system.displayName)\(origin)", writeStartedAt: started)
@@ -59,7 +67,7 @@ func execute(_ words: [String], in suite: Suite) throws(CommandFailure) -> Outco
         let amount = try attempt {
             isRun ? try parseDistance(words[1], system: system) : try parseWeight(words[1], system: system)
         }
-        let started = Output.monotonicNanoseconds()
+        let started = monotonicNanoseconds()
         try attempt { try suite.log(Workout(kind: isRun ? .run : .lift, amount: amount)) }
         let shown = isRun ? formatDistance(meters: amount, system: system) : formatWeight(kilograms: amount, system: system)
         return Outcome(message: "Logged a \(isRun ? "run" : "lift") of \(shown)", writeStartedAt: started)
@@ -75,12 +83,13 @@ func execute(_ words: [String], in suite: Suite) throws(CommandFailure) -> Outco
         }
         return Outcome(message: lines.joined(separator: "\n"))
     default:
-        throw CommandFailure(message: usage, status: 2)
+        throw ToolError.usage("usage: " + syntax.synopsis[0])
     }
 }
 
-var arguments = Array(CommandLine.arguments.dropFirst())
-let suite = FitnessSuite.open(&arguments)
+let commandLine = syntax.parseCommandLine()
+let arguments = commandLine.arguments
+let suite = FitnessSuite.open(commandLine)
 
 if arguments == ["shell"] {
     // One answer line per command: "ok NANOSECONDS MESSAGE" (CLOCK_MONOTONIC when its
@@ -101,5 +110,5 @@ if arguments == ["shell"] {
 do {
     Output.line(try execute(arguments, in: suite).message)
 } catch {
-    Output.fail(error.message, status: error.status)
+    error.exit()
 }

@@ -7,38 +7,52 @@
 import FitnessShared
 import Foundation
 import SuiteDefaults
+import ToolSupport
 
 func rendered(_ quote: PriceQuote?) -> String {
     guard let quote else { return "BTC: no price yet" }
     return "BTC: \(quote.value) \(quote.currency)"
 }
 
-var arguments = Array(CommandLine.arguments.dropFirst())
-let suite = FitnessSuite.open(&arguments)
+let syntax = CommandLineSyntax(
+    synopsis: ["price-ticker [--dir DIR] set PRICE CURRENCY [--timestamps]   e.g. set 68901.23 USD",
+               "price-ticker [--dir DIR] show",
+               "price-ticker [--dir DIR] watch [--once] [--timestamps]"],
+    arguments: [
+        CommandLineArgument("set PRICE CURRENCY", help: "store the price"),
+        CommandLineArgument("show", help: "print the price, and what a Double would make of it"),
+        CommandLineArgument("watch", help: "print the price, and again on every change"),
+    ],
+    options: Widget.options,
+    // A price such as -5 is refused as a price, not as an option.
+    takesUndeclaredOptionsAsArguments: true
+)
+let commandLine = syntax.parseCommandLine()
+let arguments = commandLine.arguments
+let suite = FitnessSuite.open(commandLine)
 switch arguments.first {
 case "set":
-    let timestamps = arguments.contains("--timestamps")
-    arguments.removeAll { $0 == "--timestamps" }
-    guard arguments.count == 3 else { Output.fail("usage: price-ticker set PRICE CURRENCY [--timestamps]", status: 2) }
+    let timestamps = commandLine.isSet("--timestamps")
+    guard arguments.count == 3 else { ToolError.usage("usage: price-ticker set PRICE CURRENCY [--timestamps]").exit() }
     // Decimal(string:) reads the digits as written: no binary floating point on the way.
     guard let value = Decimal(string: arguments[1], locale: Locale(identifier: "en_US_POSIX")), value > 0,
           arguments[1].allSatisfy({ $0.isNumber || $0 == "." })
-    else { Output.fail("\(arguments[1]) is not a price; write it like 68901.23", status: 1) }
+    else { ToolError(status: 1, message: "\(arguments[1]) is not a price; write it like 68901.23").exit() }
     let currency = arguments[2].uppercased()
     guard currency.count == 3, currency.allSatisfy(\.isLetter) else {
-        Output.fail("\(arguments[2]) is not a currency code such as USD", status: 1)
+        ToolError(status: 1, message: "\(arguments[2]) is not a currency code such as USD").exit()
     }
-    let started = Output.monotonicNanoseconds()
+    let started = monotonicNanoseconds()
     do {
         try suite.set(encodable: PriceQuote(value: value, currency: currency), forKey: PriceQuote.storageKey)
     } catch {
-        Output.fail("cannot store the price: \(error)", status: 3)
+        ToolError(status: 3, message: "cannot store the price: \(error)").exit()
     }
     // With --timestamps, the line starts with CLOCK_MONOTONIC when the write started.
     let stored = "Stored \(rendered(PriceQuote(value: value, currency: currency)))"
     Output.line(timestamps ? "\(started) \(stored)" : stored)
 case "show":
-    guard arguments.count == 1 else { Output.fail("usage: price-ticker show", status: 2) }
+    guard arguments.count == 1 else { ToolError.usage("usage: price-ticker show").exit() }
     let quote = PriceQuote.cached(in: suite)
     Output.line(rendered(quote))
     if let quote {
@@ -49,9 +63,10 @@ case "show":
         Output.line("  stored exactly as \(quote.value); through a Double it would read \(throughDouble)")
     }
 case "watch":
-    Widget.run(keys: [PriceQuote.storageKey], arguments: Array(arguments.dropFirst()), suite: suite) { suite in
+    guard arguments.count == 1 else { ToolError.usage("usage: price-ticker watch [--once] [--timestamps]").exit() }
+    Widget.run(keys: [PriceQuote.storageKey], suite: suite, commandLine: commandLine) { suite in
         rendered(PriceQuote.cached(in: suite))
     }
 default:
-    Output.fail("usage: price-ticker [--dir DIR] set PRICE CURRENCY | show | watch [--once] [--timestamps]", status: 2)
+    ToolError.usage("usage: price-ticker [--dir DIR] set PRICE CURRENCY | show | watch [--once] [--timestamps]").exit()
 }

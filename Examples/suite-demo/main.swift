@@ -10,13 +10,12 @@ import FitnessShared
 import Foundation
 import Glibc
 import SuiteDefaults
+import ToolSupport
 import UnitPreferences
 
 let deadline = Duration.seconds(30)
 let programs = URL(fileURLWithPath: (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
     ?? CommandLine.arguments[0]).deletingLastPathComponent()
-
-func say(_ text: String) { Output.line(text) }
 
 /// A line of a program started with --timestamps: when it was written, and what.
 func stamped(_ line: String) -> (UInt64, String)? {
@@ -29,11 +28,12 @@ func milliseconds(_ nanoseconds: Int64) -> String {
 }
 
 // A fresh suite of our own, never the user's.
-var template = Array((NSTemporaryDirectory() + "/suite-demo.XXXXXX").utf8CString)
-guard let made = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) else {
-    Output.fail("cannot create a temporary directory: \(String(cString: strerror(errno)))")
+let directory: String
+do {
+    directory = try makeTemporaryDirectory(prefix: "suite-demo").path
+} catch {
+    ToolError(status: 1, message: error.message).exit()
 }
-let directory = String(cString: made)
 var children: [ChildProcess] = []
 
 @MainActor func finish(_ status: Int32) -> Never {
@@ -51,7 +51,7 @@ var children: [ChildProcess] = []
         children.append(child)
         return child
     } catch {
-        say("suite-demo: cannot start \(program) (\(error)); build the examples with `swift build`.")
+        Output.line("suite-demo: cannot start \(program) (\(error)); build the examples with `swift build`.")
         finish(1)
     }
 }
@@ -61,10 +61,10 @@ do {
     let suite = try Suite(named: FitnessSuite.name, directory: URL(fileURLWithPath: directory))
     try UnitSystem.setCurrent(.metric, in: suite)
 } catch {
-    say("suite-demo: cannot set up the suite: \(error)")
+    Output.line("suite-demo: cannot set up the suite: \(error)")
     finish(1)
 }
-say("A fitness app and three widgets share \(FitnessSuite.name) in \(directory)")
+Output.line("A fitness app and three widgets share \(FitnessSuite.name) in \(directory)")
 
 struct WidgetProcess {
     var name: String
@@ -78,10 +78,10 @@ let widgets = [
 var failures: [String] = []
 for widget in widgets {
     guard let line = widget.process.nextLine(timeout: deadline).flatMap(stamped) else {
-        say("suite-demo: \(widget.name) did not start: \(widget.process.standardError)")
+        Output.line("suite-demo: \(widget.name) did not start: \(widget.process.standardError)")
         finish(1)
     }
-    say("  started \(widget.name.padding(toLength: 15, withPad: " ", startingAt: 0)) (pid \(widget.process.pid))  \(line.1)")
+    Output.line("  started \(widget.name.padding(toLength: 15, withPad: " ", startingAt: 0)) (pid \(widget.process.pid))  \(line.1)")
 }
 let app = start("fitness-app", ["shell"])
 
@@ -109,20 +109,20 @@ for step in steps {
     if step.command.hasPrefix("ticker ") {
         let setter = start("price-ticker", step.command.split(separator: " ").dropFirst().map(String.init) + ["--timestamps"])
         guard let reply = setter.nextLine(timeout: deadline).flatMap(stamped) else {
-            say("suite-demo: price-ticker set failed: \(setter.standardError)")
+            Output.line("suite-demo: price-ticker set failed: \(setter.standardError)")
             finish(1)
         }
-        say("ticker> \(step.command.dropFirst(7))".padding(toLength: 28, withPad: " ", startingAt: 0) + reply.1)
+        Output.line("ticker> \(step.command.dropFirst(7))".padding(toLength: 28, withPad: " ", startingAt: 0) + reply.1)
         startedAt = reply.0
     } else {
         app.send(step.command + "\n")
         guard let reply = app.nextLine(timeout: deadline), reply.hasPrefix("ok "),
               let answer = stamped(String(reply.dropFirst(3)))
         else {
-            say("suite-demo: the app did not do \"\(step.command)\": \(app.lines.last ?? "") \(app.standardError)")
+            Output.line("suite-demo: the app did not do \"\(step.command)\": \(app.lines.last ?? "") \(app.standardError)")
             finish(1)
         }
-        say("app> \(step.command)".padding(toLength: 28, withPad: " ", startingAt: 0) + answer.1)
+        Output.line("app> \(step.command)".padding(toLength: 28, withPad: " ", startingAt: 0) + answer.1)
         startedAt = answer.0
     }
     // Each widget concerned redraws with the new state.
@@ -131,20 +131,20 @@ for step in steps {
         let arrived = widget.process.waitForLine(timeout: deadline) { stamped($0)?.1 == expected }.flatMap(stamped)
         guard let (drawnAt, line) = arrived else {
             failures.append("\(widget.name) never showed \"\(expected)\" after \(step.command)")
-            say("  \(widget.name.padding(toLength: 15, withPad: " ", startingAt: 0)) MISSING \(expected)")
+            Output.line("  \(widget.name.padding(toLength: 15, withPad: " ", startingAt: 0)) MISSING \(expected)")
             continue
         }
         let latency = Int64(drawnAt) - Int64(startedAt)
         latencies.append(latency)
-        say("  \(widget.name.padding(toLength: 15, withPad: " ", startingAt: 0)) \(line.padding(toLength: 22, withPad: " ", startingAt: 0)) redrawn \(milliseconds(latency)) after the change")
+        Output.line("  \(widget.name.padding(toLength: 15, withPad: " ", startingAt: 0)) \(line.padding(toLength: 22, withPad: " ", startingAt: 0)) redrawn \(milliseconds(latency)) after the change")
     }
 }
 
 latencies.sort()
 if failures.isEmpty {
-    say("Every widget showed every state: \(latencies.count) redraws, \(milliseconds(latencies[latencies.count / 2])) median and \(milliseconds(latencies.last!)) at most from the change to the redraw.")
+    Output.line("Every widget showed every state: \(latencies.count) redraws, \(milliseconds(latencies[latencies.count / 2])) median and \(milliseconds(latencies.last!)) at most from the change to the redraw.")
     finish(0)
 }
-say("suite-demo: \(failures.count) state(s) never shown:")
-for failure in failures { say("  \(failure)") }
+Output.line("suite-demo: \(failures.count) state(s) never shown:")
+for failure in failures { Output.line("  \(failure)") }
 finish(1)

@@ -2,6 +2,7 @@ import ChildProcess
 import Foundation
 import Glibc
 import SuiteDefaults
+import ToolSupport
 
 /// The surroundings of one benchmark run: a directory of its own, suites and
 /// UserDefaults suites filled for the rows, and worker processes.
@@ -56,7 +57,7 @@ extension ChildProcess {
     /// Waits for a line starting with `prefix`, or fails the run.
     func expect(_ prefix: String, within timeout: Duration = .seconds(300)) throws -> String {
         guard let line = waitForLine(timeout: timeout, where: { $0.hasPrefix(prefix) }) else {
-            throw UsageError("worker \(pid) did not report \(prefix): \(standardError.suffix(300))")
+            throw ToolError(status: 1, message: "worker \(pid) did not report \(prefix): \(standardError.suffix(300))")
         }
         return line
     }

@@ -1,40 +1,31 @@
 import Foundation
+import ToolSupport
 
 /// `suite-bench [--quick] [--json] [--dir DIR] [--svg FILE]`
 struct BenchOptions: Sendable {
-    var quick = false
-    var json = false
+    var quick: Bool
+    var json: Bool
     var directory: URL?
     var svg: URL?
-    /// `-h` or `--help`: print the usage and exit 0.
-    var help = false
 
-    static let usage = "usage: suite-bench [--quick] [--json] [--dir DIR] [--svg FILE]"
+    static let syntax = CommandLineSyntax(
+        synopsis: ["suite-bench [--quick] [--json] [--dir DIR] [--svg FILE]"],
+        options: [
+            .flag("--quick", help: "fewer samples, for a smoke run"),
+            .flag("--json", help: "one JSON object instead of the table"),
+            .value("--dir", "DIR", help: "where the run makes its directory (default: the temporary directory)"),
+            .value("--svg", "FILE", help: "also write a chart of the rows to FILE"),
+        ]
+    )
 
-    init(_ arguments: [String]) throws(UsageError) {
-        var index = 0
-        while index < arguments.count {
-            switch arguments[index] {
-            case "--quick": quick = true
-            case "--json": json = true
-            case "-h", "--help": help = true
-            case "--dir", "--svg":
-                guard index + 1 < arguments.count else { throw UsageError("\(arguments[index]) needs a path") }
-                let url = URL(fileURLWithPath: arguments[index + 1])
-                if arguments[index] == "--dir" { directory = url } else { svg = url }
-                index += 1
-            default:
-                throw UsageError("unknown argument \(arguments[index])")
-            }
-            index += 1
-        }
+    init(_ commandLine: ParsedCommandLine) throws(ToolError) {
+        quick = commandLine.isSet("--quick")
+        json = commandLine.isSet("--json")
+        directory = commandLine.value("--dir").map { URL(fileURLWithPath: $0) }
+        svg = commandLine.value("--svg").map { URL(fileURLWithPath: $0) }
+        if let unexpected = commandLine.arguments.first { throw commandLine.usageError("unknown argument \(unexpected)") }
     }
 
     /// A sample count: fewer with --quick.
     func samples(_ normal: Int, quick quickCount: Int) -> Int { quick ? quickCount : normal }
-}
-
-struct UsageError: Error {
-    var message: String
-    init(_ message: String) { self.message = message }
 }

@@ -2,24 +2,34 @@ import Dispatch
 import Foundation
 import Glibc
 import SuiteDefaults
+import ToolSupport
+import WorkerRoles
 
 /// A worker process: `suite-bench worker ROLE --dir DIR [--name value ...]`.
 enum BenchWorker {
-    static func say(_ line: String) {
-        let text = line + "\n"
-        _ = text.withCString { write(STDOUT_FILENO, $0, strlen($0)) }
-    }
+    static let syntax = CommandLineSyntax(
+        synopsis: ["suite-bench worker ROLE --dir DIR [--suite NAME] [--count N]"],
+        arguments: [CommandLineArgument("ROLE", help: """
+            cold, swift-baseline, fd-cold, contend, fd-contend, watch, inotify-floor, memory
+            or fd-memory
+            """)],
+        options: [
+            .value("--dir", "DIR", help: "the run's directory"),
+            .value("--suite", "NAME", help: "the suite (default: bench)"),
+            .value("--count", "N", help: "increments, or changes to wait for"),
+        ]
+    )
 
     static func run(_ arguments: [String]) -> Never {
-        var values: [String: String] = [:]
-        var index = 1
-        while index + 1 < arguments.count {
-            values[String(arguments[index].dropFirst(2))] = arguments[index + 1]
-            index += 2
+        let commandLine: ParsedCommandLine
+        do {
+            commandLine = try syntax.parse(Array(arguments.dropFirst()))
+        } catch {
+            error.exit()
         }
-        let directory = URL(fileURLWithPath: values["dir"] ?? ".")
-        let name = values["suite"] ?? "bench"
-        let count = Int(values["count"] ?? "0") ?? 0
+        let directory = URL(fileURLWithPath: commandLine.value("--dir") ?? ".")
+        let name = commandLine.value("--suite") ?? "bench"
+        let count = commandLine.value("--count").flatMap { Int($0) } ?? 0
         // "go" starts the measured work; the end of input (the parent went away) ends us.
         Thread {
             while let line = readLine() {
@@ -34,34 +44,28 @@ enum BenchWorker {
         case "cold":
             let suite = try? Suite(named: name, directory: directory)
             let value = suite?.string(forKey: "key.7")
-            say("cold \(started) \(monotonicNanoseconds()) \(value != nil)")
+            Output.line("cold \(started) \(monotonicNanoseconds()) \(value != nil)")
         case "swift-baseline":
             // What any Swift program pays on its first use of such values: one
             // dictionary insert of an enum with Foundation payloads, as a suite holds.
             var entries: [String: SwiftBaselineValue] = [:]
             entries["key.7"] = .string(String(decoding: Array("value 7".utf8), as: UTF8.self))
-            say("cold \(started) \(monotonicNanoseconds()) \(entries["key.7"] != nil)")
+            Output.line("cold \(started) \(monotonicNanoseconds()) \(entries["key.7"] != nil)")
         case "fd-cold":
             let value = UserDefaults(suiteName: name)?.string(forKey: "key.7")
-            say("cold \(started) \(monotonicNanoseconds()) \(value != nil)")
-        case "contend":
-            guard let suite = try? Suite(named: name, directory: directory) else { exit(3) }
-            say("ready")
-            waitForStart()
-            for _ in 0..<count {
-                try? suite.update { tx in try tx.set((tx.integer(forKey: "counter") ?? 0) + 1, forKey: "counter") }
+            Output.line("cold \(started) \(monotonicNanoseconds()) \(value != nil)")
+        case "contend", "fd-contend":
+            let store: any PreferenceStore
+            if arguments.first == "contend" {
+                guard let suite = try? Suite(named: name, directory: directory) else { exit(3) }
+                store = suite
+            } else {
+                store = FoundationStore(suiteName: name, directory: directory)
             }
-            say("done \(count)")
-        case "fd-contend":
-            let defaults = UserDefaults(suiteName: name)!
-            say("ready")
+            Output.line("ready")
             waitForStart()
-            for _ in 0..<count {
-                defaults.synchronize()
-                defaults.set(defaults.integer(forKey: "counter") + 1, forKey: "counter")
-                defaults.synchronize()
-            }
-            say("done \(count)")
+            _ = store.incrementConcurrently("counter", threads: 1, count: count) { _ in }
+            Output.line("done \(count)")
         case "watch":
             // Reports when each value of "t" arrived.
             guard let suite = try? Suite(named: name, directory: directory) else { exit(3) }
@@ -69,10 +73,10 @@ enum BenchWorker {
             let token = try? suite.observe(keys: ["t"]) { change in
                 let arrived = monotonicNanoseconds()
                 guard case .integer(let sequence)? = change.newValue else { return }
-                say("got \(sequence) \(arrived)")
+                Output.line("got \(sequence) \(arrived)")
                 if sequence == count - 1 { finished.signal() }
             }
-            say("ready")
+            Output.line("ready")
             finished.wait()
             withExtendedLifetime(token) {}
         case "inotify-floor":
@@ -85,23 +89,23 @@ enum BenchWorker {
             inotify_add_watch(inotify, file, UInt32(IN_MODIFY))
             var buffer = [UInt8](repeating: 0, count: 4096)
             var sequence: UInt64 = 0
-            say("ready")
+            Output.line("ready")
             while sequence < UInt64(count) {
                 _ = buffer.withUnsafeMutableBytes { read(inotify, $0.baseAddress, $0.count) }
                 _ = pread(descriptor, &sequence, 8, 0)
-                say("got \(sequence) \(monotonicNanoseconds())")
+                Output.line("got \(sequence) \(monotonicNanoseconds())")
             }
         case "memory":
             let before = residentKiB("VmRSS")
             let suite = try? Suite(named: name, directory: directory)
             let keys = suite?.storedValues().count ?? 0
-            say("memory \(before) \(residentKiB("VmHWM")) \(keys)")
+            Output.line("memory \(before) \(residentKiB("VmHWM")) \(keys)")
         case "fd-memory":
             let before = residentKiB("VmRSS")
             let keys = UserDefaults(suiteName: name)?.dictionaryRepresentation().count ?? 0
-            say("memory \(before) \(residentKiB("VmHWM")) \(keys)")
+            Output.line("memory \(before) \(residentKiB("VmHWM")) \(keys)")
         default:
-            say("unknown role")
+            Output.line("unknown role")
             exit(2)
         }
         exit(0)

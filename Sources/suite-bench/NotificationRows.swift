@@ -2,6 +2,7 @@ import ChildProcess
 import Foundation
 import Glibc
 import SuiteDefaults
+import ToolSupport
 
 extension Bench {
     /// From a write's return in this process to the observer's delivery in another,
@@ -31,7 +32,7 @@ extension Bench {
                 _ = process.wait(timeout: .seconds(60))
             }
             guard latencies.values.count == watchers * writes else {
-                throw UsageError("the watchers received \(latencies.values.count) of \(watchers * writes) changes")
+                throw ToolError(status: 1, message: "the watchers received \(latencies.values.count) of \(watchers * writes) changes")
             }
             return BenchRow(name: "notify_\(watchers)", ours: .init(latencies)!, foundation: nil, floor: .init(floor),
                             note: String(format: "from a write's return to delivery in another process, %d watching, %d changes each; max %.0f µs; floor: a bare inotify wake after a write; Foundation delivers none across processes",

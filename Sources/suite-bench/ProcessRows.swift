@@ -2,6 +2,7 @@ import ChildProcess
 import Foundation
 import Glibc
 import SuiteDefaults
+import ToolSupport
 
 extension Bench {
     /// Four processes incrementing one counter at once: commits per second, and the
@@ -47,7 +48,7 @@ extension Bench {
                 let fields = try process.expect("cold").split(separator: " ")
                 _ = process.wait(timeout: .seconds(60))
                 guard fields.count == 4, let start = UInt64(fields[1]), let read = UInt64(fields[2]), fields[3] == "true" else {
-                    throw UsageError("a cold start (\(role)) did not read its value: \(fields)")
+                    throw ToolError(status: 1, message: "a cold start (\(role)) did not read its value: \(fields)")
                 }
                 library.add(Double(read - start) / 1_000)
                 whole.add(Double(read - spawned) / 1_000)
@@ -68,7 +69,7 @@ extension Bench {
         func run(_ role: String) throws -> (peak: Double, baseline: Double) {
             let fields = try worker(role, ["suite": "memory"]).expect("memory").split(separator: " ")
             guard fields.count == 4, let before = Double(fields[1]), let peak = Double(fields[2]), fields[3] == "10000" else {
-                throw UsageError("a memory probe did not load 10,000 keys")
+                throw ToolError(status: 1, message: "a memory probe did not load 10,000 keys")
             }
             return (peak / 1_024, before / 1_024)
         }

@@ -1,5 +1,6 @@
 import Foundation
 import SuiteDefaults
+import ToolSupport
 
 extension Bench {
     /// A write that other processes see when it returns, on a 100-key suite.

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import ToolSupport
 
 /// Durations in microseconds, and their percentiles.
 struct Samples: Sendable {
@@ -24,13 +25,6 @@ struct Samples: Sendable {
     var median: Double? { percentile(0.5) }
     var p99: Double? { percentile(0.99) }
     var maximum: Double? { values.max() }
-}
-
-/// CLOCK_MONOTONIC, in nanoseconds: one clock for every process of the machine.
-func monotonicNanoseconds() -> UInt64 {
-    var now = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &now)
-    return UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)
 }
 
 /// Times each call of `body` on its own.

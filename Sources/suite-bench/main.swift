@@ -8,24 +8,16 @@
 import Foundation
 import Glibc
 import SuiteDefaults
-
-func fail(_ message: String, status: Int32) -> Never {
-    FileHandle.standardError.write(Data("suite-bench: \(message)\n".utf8))
-    exit(status)
-}
+import ToolSupport
 
 let arguments = Array(CommandLine.arguments.dropFirst())
 if arguments.first == "worker" { BenchWorker.run(Array(arguments.dropFirst())) }
 
 let options: BenchOptions
 do {
-    options = try BenchOptions(arguments)
+    options = try BenchOptions(BenchOptions.syntax.parseCommandLine())
 } catch {
-    fail("\(error.message)\n\(BenchOptions.usage)", status: 2)
-}
-if options.help {
-    print(BenchOptions.usage)
-    exit(0)
+    error.exit()
 }
 
 // A directory of our own, where UserDefaults must keep its files too, never in the
@@ -33,17 +25,17 @@ if options.help {
 // program starts itself again with it set.
 let rootVariable = "SUITE_BENCH_RUN_DIRECTORY"
 guard let rootPath = ProcessInfo.processInfo.environment[rootVariable] else {
-    let parent = options.directory ?? URL(fileURLWithPath: NSTemporaryDirectory(), isDirectory: true)
-    try? FileManager.default.createDirectory(at: parent, withIntermediateDirectories: true)
-    var template = Array(parent.appendingPathComponent("suite-bench.XXXXXX").path.utf8CString)
-    guard let made = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) else {
-        fail("cannot create a directory in \(parent.path)", status: 2)
+    let made: String
+    do {
+        made = try makeTemporaryDirectory(prefix: "suite-bench", in: options.directory).path
+    } catch {
+        error.exit()
     }
     setenv(rootVariable, made, 1)
     setenv("XDG_CONFIG_HOME", made, 1)
     let argv = CommandLine.arguments.map { strdup($0) } + [nil]
     execv("/proc/self/exe", argv)
-    fail("cannot start again: \(String(cString: strerror(errno)))", status: 2)
+    ToolError.usage("cannot start again: \(String(cString: strerror(errno)))").exit()
 }
 let root = URL(fileURLWithPath: rootPath, isDirectory: true)
 let bench = Bench(options: options, root: root)
@@ -78,12 +70,9 @@ do {
     rows.append(try bench.durableRow())
     progress("memory")
     rows.append(try bench.memoryRow())
-} catch let error as UsageError {
-    try? FileManager.default.removeItem(at: root)
-    fail(error.message, status: 1)
 } catch {
     try? FileManager.default.removeItem(at: root)
-    fail("\(error)", status: 1)
+    ToolError(status: 1, message: "\(error)").exit()
 }
 try? FileManager.default.removeItem(at: root)
 
@@ -99,7 +88,7 @@ if let svg = options.svg {
     do {
         try Chart.svg(rows, machine: machine).write(to: svg, atomically: true, encoding: .utf8)
     } catch {
-        fail("cannot write \(svg.path): \(error)", status: 1)
+        ToolError(status: 1, message: "cannot write \(svg.path): \(error)").exit()
     }
 }
 // Timings vary; a count that does not verify is a failure.

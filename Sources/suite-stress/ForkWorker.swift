@@ -1,6 +1,7 @@
 import Dispatch
 import Glibc
 import SuiteDefaults
+import ToolSupport
 
 extension Worker {
     /// Forks --children children while another thread of this process is inside a
@@ -14,7 +15,7 @@ extension Worker {
             do {
                 try suite.update { tx in try tx.set((tx.integer(forKey: "counter") ?? 0) + 1, forKey: "counter") }
             } catch {
-                Worker.fail("increment: \(error)")
+                ToolError(status: 3, message: "increment: \(error)").exit()
             }
         }
         func increments() {
@@ -39,7 +40,7 @@ extension Worker {
                     proceed.wait()
                 }
             } catch {
-                Worker.fail("holder: \(error)")
+                ToolError(status: 3, message: "holder: \(error)").exit()
             }
             holderDone.signal()
         }
@@ -52,7 +53,7 @@ extension Worker {
                 increments()
                 _exit(0)
             }
-            guard pid > 0 else { Worker.fail("fork failed") }
+            guard pid > 0 else { ToolError(status: 3, message: "fork failed").exit() }
             pids.append(pid)
         }
         proceed.signal()
@@ -63,7 +64,7 @@ extension Worker {
             var status: Int32 = 0
             if waitpid(pid, &status, 0) != pid || status != 0 { failedChildren += 1 }
         }
-        Worker.say("done \((children + 1) * threads * count + 2) failed \(failedChildren)")
+        Output.line("done \((children + 1) * threads * count + 2) failed \(failedChildren)")
     }
 
     /// Starts `body` on a plain pthread: libdispatch does not run in a forked child,
@@ -77,7 +78,7 @@ extension Worker {
         var thread = pthread_t()
         let context = Unmanaged.passRetained(Box(body)).toOpaque()
         let started = pthread_create(&thread, nil, { Unmanaged<Box>.fromOpaque($0!).takeRetainedValue().body(); return nil }, context)
-        guard started == 0 else { Worker.fail("pthread_create failed") }
+        guard started == 0 else { ToolError(status: 3, message: "pthread_create failed").exit() }
         pthread_detach(thread)
     }
 }

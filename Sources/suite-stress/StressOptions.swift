@@ -1,77 +1,69 @@
 import Foundation
+import ToolSupport
 
 /// The command line of a scenario run.
 struct StressOptions: Sendable {
-    var scenario = ""
+    var scenario: String
     var processes: Int?
     var threads: Int?
     var iterations: Int?
     /// Seconds to go on repeating the scenario for; nil runs it once.
     var duration: Double?
     var directory: URL?
-    var json = false
-    var againstFoundation = false
-    var quick = false
-    /// `-h` or `--help`: print the usage and exit 0.
-    var help = false
+    var json: Bool
+    var againstFoundation: Bool
+    var quick: Bool
 
-    static let usage = """
-        usage: suite-stress SCENARIO [--processes N] [--threads T] [--iterations K] [--duration S]
-                                     [--dir DIR] [--json] [--against foundation]
-               suite-stress all [--quick] [--json]
+    static let syntax = CommandLineSyntax(
+        synopsis: ["suite-stress SCENARIO [--processes N] [--threads T] [--iterations K] [--duration S]",
+                   "                      [--dir DIR] [--json] [--against foundation]",
+                   "suite-stress all [--quick] [--json]"],
+        arguments: [
+            CommandLineArgument("SCENARIO", help: """
+                counter, distinct-keys, first-access, readers, crash, corrupt, notify, disk-full, fuzz,
+                fork, hostile; all runs every one
+                """),
+        ],
+        options: [
+            .value("--processes", "N", help: "worker processes (each scenario has its own default)"),
+            .value("--threads", "T", help: "threads in each worker, or readers"),
+            .value("--iterations", "K", help: "operations of each thread"),
+            .value("--duration", "S", help: """
+                repeats the scenario, round after round, until S seconds have passed,
+                and adds the rounds up; it stops at the first round that finds a failure
+                """),
+            .value("--dir", "DIR", help: "where the run makes its directory (default: the temporary directory)"),
+            .flag("--json", help: "one JSON object instead of the lines"),
+            .value("--against", "foundation", help: "runs the scenario on Foundation's UserDefaults too"),
+            .flag("--quick", help: "smaller counts, for a smoke run"),
+        ],
+        notes: """
+            Each ends with one line: SCENARIO: OPS ops, LOST lost, TORN torn, ERRORS errors, SECONDS s
+            The exit status is 1 when an invariant failed, 2 for a usage error.
+            """
+    )
 
-        scenarios: counter, distinct-keys, first-access, readers, crash, corrupt, notify, disk-full, fuzz,
-                   fork, hostile
-        --duration S repeats the scenario, round after round, until S seconds have passed,
-        and adds the rounds up; it stops at the first round that finds a failure.
-        Each ends with one line: SCENARIO: OPS ops, LOST lost, TORN torn, ERRORS errors, SECONDS s
-        The exit status is 1 when an invariant failed, 2 for a usage error.
-        """
-
-    init(_ arguments: [String]) throws(UsageError) {
-        var index = 0
-        func value(_ option: String) throws(UsageError) -> String {
-            index += 1
-            guard index < arguments.count else { throw UsageError("\(option) needs a value") }
-            return arguments[index]
+    init(_ commandLine: ParsedCommandLine) throws(ToolError) {
+        func positive(_ option: String) throws(ToolError) -> Int? {
+            try commandLine.value(option, { Int($0).flatMap { $0 > 0 ? $0 : nil } }, else: "\(option) needs a positive number")
         }
-        func positive(_ option: String) throws(UsageError) -> Int {
-            guard let number = Int(try value(option)), number > 0 else { throw UsageError("\(option) needs a positive number") }
-            return number
+        processes = try positive("--processes")
+        threads = try positive("--threads")
+        iterations = try positive("--iterations")
+        duration = try commandLine.value("--duration", { Double($0).flatMap { $0 > 0 ? $0 : nil } }, else: "--duration needs seconds")
+        directory = commandLine.value("--dir").map { URL(fileURLWithPath: $0, isDirectory: true) }
+        json = commandLine.isSet("--json")
+        quick = commandLine.isSet("--quick")
+        againstFoundation = try commandLine.value("--against", { $0 == "foundation" ? true : nil }, else: "--against takes foundation") ?? false
+        guard let scenario = commandLine.arguments.first else { throw commandLine.usageError("name a scenario") }
+        if let unexpected = commandLine.arguments.dropFirst().first {
+            throw commandLine.usageError("one scenario at a time; unexpected \(unexpected)")
         }
-        while index < arguments.count {
-            switch arguments[index] {
-            case "--processes": processes = try positive("--processes")
-            case "--threads": threads = try positive("--threads")
-            case "--iterations": iterations = try positive("--iterations")
-            case "--duration":
-                guard let seconds = Double(try value("--duration")), seconds > 0 else { throw UsageError("--duration needs seconds") }
-                duration = seconds
-            case "--dir": directory = URL(fileURLWithPath: try value("--dir"), isDirectory: true)
-            case "--json": json = true
-            case "--quick": quick = true
-            case "-h", "--help": help = true
-            case "--against":
-                guard try value("--against") == "foundation" else { throw UsageError("--against takes foundation") }
-                againstFoundation = true
-            case let option where option.hasPrefix("-"):
-                throw UsageError("unknown option \(option)")
-            case let word:
-                guard scenario.isEmpty else { throw UsageError("one scenario at a time; unexpected \(word)") }
-                scenario = word
-            }
-            index += 1
-        }
-        guard help || !scenario.isEmpty else { throw UsageError("name a scenario") }
+        self.scenario = scenario
     }
 
     /// A count given on the command line, else the quick or the default one.
     func count(_ given: Int?, quick quickCount: Int, normal: Int) -> Int {
         given ?? (quick ? quickCount : normal)
     }
-}
-
-struct UsageError: Error {
-    var message: String
-    init(_ message: String) { self.message = message }
 }

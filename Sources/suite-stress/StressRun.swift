@@ -2,6 +2,7 @@ import ChildProcess
 import Foundation
 import Glibc
 import SuiteDefaults
+import ToolSupport
 
 /// The surroundings of one scenario: a fresh directory of its own, and a way to
 /// start this program's worker roles as real child processes.
@@ -12,15 +13,9 @@ struct StressRun: Sendable {
     private static let executable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
         ?? CommandLine.arguments[0]
 
-    init(options: StressOptions) throws {
+    init(options: StressOptions) throws(ToolError) {
         self.options = options
-        let parent = options.directory ?? URL(fileURLWithPath: NSTemporaryDirectory(), isDirectory: true)
-        try FileManager.default.createDirectory(at: parent, withIntermediateDirectories: true)
-        var template = Array(parent.appendingPathComponent("suite-stress.XXXXXX").path.utf8CString)
-        guard let made = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) else {
-            throw UsageError("cannot create a directory in \(parent.path): \(String(cString: strerror(errno)))")
-        }
-        root = URL(fileURLWithPath: String(cString: made), isDirectory: true)
+        root = try makeTemporaryDirectory(prefix: "suite-stress", in: options.directory)
     }
 
     func removeFiles() {

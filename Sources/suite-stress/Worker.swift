@@ -2,56 +2,66 @@ import Dispatch
 import Foundation
 import Glibc
 import SuiteDefaults
+import ToolSupport
+import WorkerRoles
 
 /// A worker process: `suite-stress worker ROLE --dir DIR [--name value ...]`.
 ///
 /// Workers report on standard output, one line per event, each written with one
 /// write(2). They read start signals from standard input, and exit when it closes
-/// (their parent went away).
+/// (their parent went away). A worker that cannot do its job exits with status 3.
 struct Worker: Sendable {
     let role: String
-    let values: [String: String]
+    let commandLine: ParsedCommandLine
     let directory: URL
     /// Lines from standard input, one signal each.
-    let input = DispatchSemaphore(value: 0)
     private let lines = LineQueue()
 
+    static let syntax = CommandLineSyntax(
+        synopsis: ["suite-stress worker ROLE --dir DIR --suite NAME [--name value ...]"],
+        arguments: [CommandLineArgument("ROLE", help: """
+            increment, write-keys, ack-loop, getter, setter, invariant-writer, invariant-reader
+            (each also with fd-, on Foundation's UserDefaults), watch, fd-watch, open, fill,
+            try-set, fork-increment or fuzz
+            """)],
+        options: RoleOptions.all + [
+            .value("--value-bytes", "B", help: "write-keys: values are strings of B bytes"),
+            .value("--hold-micros", "U", help: "ack-loop: each write keeps the lock U microseconds"),
+            .value("--children", "N", help: "fork-increment: the children it forks"),
+            .value("--seed", "S", help: "fuzz: the seed"),
+            .value("--from", "I", help: "fuzz: the first input"),
+            .value("--to", "I", help: "fuzz: the input after the last"),
+            .value("--duration-ms", "MS", help: "fd-watch: how long to count notifications"),
+        ]
+    )
+
     init(_ arguments: [String]) {
-        guard let role = arguments.first else { Worker.fail("no role") }
-        var values: [String: String] = [:]
-        var index = 1
-        while index + 1 < arguments.count, arguments[index].hasPrefix("--") {
-            values[String(arguments[index].dropFirst(2))] = arguments[index + 1]
-            index += 2
+        do throws(ToolError) {
+            guard let role = arguments.first else { throw Worker.syntax.usageError("no role") }
+            self.role = role
+            commandLine = try Worker.syntax.parse(Array(arguments.dropFirst()))
+            directory = URL(fileURLWithPath: try commandLine.required("--dir") { $0 }, isDirectory: true)
+        } catch {
+            error.exit()
         }
-        guard let directory = values["dir"] else { Worker.fail("no --dir") }
-        self.role = role
-        self.values = values
-        self.directory = URL(fileURLWithPath: directory, isDirectory: true)
-    }
-
-    static func say(_ line: String) {
-        let text = line + "\n"
-        _ = text.withCString { write(STDOUT_FILENO, $0, strlen($0)) }
-    }
-
-    static func fail(_ message: String) -> Never {
-        let text = "suite-stress worker: \(message)\n"
-        _ = text.withCString { write(STDERR_FILENO, $0, strlen($0)) }
-        exit(3)
     }
 
     /// The suite the role works on (--suite).
     var suiteName: String { string("suite") }
 
-    func string(_ name: String) -> String {
-        guard let value = values[name] else { Worker.fail("missing --\(name)") }
-        return value
-    }
+    func string(_ name: String) -> String { required(name) { $0 } }
 
     func number(_ name: String, default fallback: Int? = nil) -> Int {
-        guard let value = values[name].flatMap(Int.init) ?? fallback else { Worker.fail("missing --\(name)") }
-        return value
+        guard let fallback, commandLine.value("--\(name)") == nil else { return required(name) { Int($0) } }
+        return fallback
+    }
+
+    private func required<Value>(_ name: String, _ convert: (String) -> Value?) -> Value {
+        do {
+            return try commandLine.required("--\(name)", convert)
+        } catch {
+            error.exit()
+        }
     }
 
     /// Reads standard input in the background: each line is queued, and the end of
@@ -70,57 +80,52 @@ struct Worker: Sendable {
     /// For each "go SUITE" line on standard input, runs `trial` with the suite's name
     /// and says what it returns; any other line ends the trials.
     func forEachTrial(_ trial: (String) -> String) {
-        Worker.say("ready")
+        Output.line("ready")
         while true {
             let command = nextLine()
             guard command.hasPrefix("go ") else { return }
             let name = String(command.dropFirst(3))
-            Worker.say(trial(name))
+            Output.line(trial(name))
         }
-    }
-
-    /// --value-bytes B: write-keys stores strings of B bytes instead of integers.
-    var valueBytes: Int { number("value-bytes", default: 0) }
-
-    /// `value` as a string of `valueBytes` bytes that starts with the number.
-    func padded(_ value: Int) -> String {
-        "\(value):".padding(toLength: valueBytes, withPad: "v", startingAt: 0)
     }
 
     /// Whether a line of standard input is waiting (a stop signal for loops).
     var hasInput: Bool { lines.hasLine }
 
-    func open(_ name: String, compactionSlack: Int? = nil) -> Suite {
+    /// Says "ready" and waits for the start signal.
+    func readyThenWaitForGo() {
+        Output.line("ready")
+        _ = nextLine()
+    }
+
+    /// The suite `name`, opened as the options say.
+    func open(_ name: String) -> Suite {
         var options = Suite.Options()
-        if let slack = compactionSlack ?? values["compaction-slack"].flatMap(Int.init) { options.compactionSlack = slack }
+        if let slack = commandLine.value("--compaction-slack").flatMap(Int.init) { options.compactionSlack = slack }
         do {
             return try Suite(named: name, directory: directory, options: options)
         } catch {
-            Worker.fail("cannot open \(name): \(error)")
+            ToolError(status: 3, message: "cannot open \(name): \(error)").exit()
         }
     }
 
-    static func monotonicNanoseconds() -> UInt64 {
-        var now = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &now)
-        return UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)
+    /// The store `name`: UserDefaults for the roles whose names start with "fd-", else
+    /// the suite.
+    func store(_ name: String) -> any PreferenceStore {
+        role.hasPrefix("fd-") ? FoundationStore(suiteName: name, directory: directory) : open(name)
     }
 
     func run() -> Never {
         listen()
         // A full disk, as the file size limit makes one (disk-full scenario).
-        if let limit = values["file-size-limit"].flatMap(Int.init) {
+        if let limit = commandLine.value("--file-size-limit").flatMap(Int.init) {
             signal(SIGXFSZ, SIG_IGN)
             var bound = rlimit(rlim_cur: rlim_t(limit), rlim_max: rlim_t(limit))
-            guard setrlimit(Int32(RLIMIT_FSIZE.rawValue), &bound) == 0 else { Worker.fail("setrlimit failed") }
+            guard setrlimit(Int32(RLIMIT_FSIZE.rawValue), &bound) == 0 else { ToolError(status: 3, message: "setrlimit failed").exit() }
         }
         SuiteDiagnostics.printsToStandardError = false
-        let token = SuiteDiagnostics.observe { Worker.say("diagnostic \($0.kind.rawValue)") }
-        if role.hasPrefix("fd-") {
-            runFoundation()
-        } else {
-            runOurs()
-        }
+        let token = SuiteDiagnostics.observe { Output.line("diagnostic \($0.kind.rawValue)") }
+        runRole()
         withExtendedLifetime(token) {}
         exit(0)
     }

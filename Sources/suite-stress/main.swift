@@ -10,6 +10,7 @@
 import Foundation
 import Glibc
 @_spi(Tools) import SuiteDefaults
+import ToolSupport
 
 let scenarios: [(String, (StressRun) throws -> [ScenarioResult])] = [
     ("counter", CounterScenario.run), ("distinct-keys", DistinctKeysScenario.run),
@@ -18,11 +19,6 @@ let scenarios: [(String, (StressRun) throws -> [ScenarioResult])] = [
     ("fuzz", FuzzScenario.run), ("fork", ForkScenario.run), ("hostile", HostileScenario.run),
 ]
 
-func fail(_ message: String, status: Int32) -> Never {
-    FileHandle.standardError.write(Data("suite-stress: \(message)\n".utf8))
-    exit(status)
-}
-
 let arguments = Array(CommandLine.arguments.dropFirst())
 if arguments.first == "worker" {
     Worker(Array(arguments.dropFirst())).run()
@@ -30,16 +26,12 @@ if arguments.first == "worker" {
 
 let options: StressOptions
 do {
-    options = try StressOptions(arguments)
+    options = try StressOptions(StressOptions.syntax.parseCommandLine())
 } catch {
-    fail("\(error.message)\n\n\(StressOptions.usage)", status: 2)
-}
-if options.help {
-    print(StressOptions.usage)
-    exit(0)
+    error.exit()
 }
 let chosen = options.scenario == "all" ? scenarios : scenarios.filter { $0.0 == options.scenario }
-guard !chosen.isEmpty else { fail("unknown scenario \(options.scenario)\n\n\(StressOptions.usage)", status: 2) }
+guard !chosen.isEmpty else { StressOptions.syntax.usageError("unknown scenario \(options.scenario)").exit() }
 
 // Diagnostics of the repairs the scenarios provoke are counted, not printed.
 SuiteDiagnostics.printsToStandardError = false
@@ -55,7 +47,7 @@ func rounds(of scenario: (StressRun) throws -> [ScenarioResult]) throws -> [Scen
         do {
             run = try StressRun(options: options)
         } catch {
-            fail("\(error)", status: 2)
+            error.exit()
         }
         defer { run.removeFiles() }
         let round = try scenario(run)

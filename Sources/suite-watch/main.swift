@@ -5,87 +5,61 @@ import Foundation
 import Glibc
 import Synchronization
 @_spi(Tools) import SuiteDefaults
+import ToolSupport
 
-let usageText = """
-    usage: suite-watch [--dir DIR] SUITE [KEY ...]    watch one suite (every key, or those named)
-           suite-watch [--dir DIR] --all             watch every suite in the directory, new ones too
-
-      --json             one JSON object per line: time, suite, key, old, new, seq, pid, kind
-      --initial          print the current values first
-      --count N          exit 0 after N changes
-      --timeout SECONDS  exit 1 if the N changes have not come by then (without --count: stop, exit 0);
-                         counted from the start, while waiting for a suite's lock too
-      --dir DIR          the suite directory (default: $SUITE_DEFAULTS_DIR,
-                         $XDG_CONFIG_HOME/suite-defaults or ~/.config/suite-defaults)
-    """
-
-/// Writes a line with one write(2), so that a pipe sees each change at once.
-func emit(_ line: String, to descriptor: Int32 = STDOUT_FILENO) {
-    let text = line + "\n"
-    _ = text.withCString { write(descriptor, $0, strlen($0)) }
-}
-
-func fail(_ message: String, status: Int32 = 2) -> Never {
-    emit("suite-watch: \(message)", to: STDERR_FILENO)
-    if status == 2 { emit(usageText, to: STDERR_FILENO) }
-    exit(status)
-}
+let syntax = CommandLineSyntax(
+    synopsis: ["suite-watch [--dir DIR] SUITE [KEY ...]    watch one suite (every key, or those named)",
+               "suite-watch [--dir DIR] --all             watch every suite in the directory, new ones too"],
+    options: [
+        .flag("--all", help: "watch every suite in the directory, new ones too"),
+        .flag("--json", help: "one JSON object per line: time, suite, key, old, new, seq, pid, kind"),
+        .flag("--initial", help: "print the current values first"),
+        .value("--count", "N", help: "exit 0 after N changes"),
+        .value("--timeout", "SECONDS", help: """
+            exit 1 if the N changes have not come by then (without --count: stop, exit 0);
+            counted from the start, while waiting for a suite's lock too
+            """),
+        .value("--dir", "DIR", help: """
+            the suite directory (default: $SUITE_DEFAULTS_DIR,
+            $XDG_CONFIG_HOME/suite-defaults or ~/.config/suite-defaults)
+            """),
+    ]
+)
 
 struct Settings {
-    var directory: URL?
+    var directory: URL
     var suite: String?
     var keys: [String] = []
-    var all = false
-    var json = false
-    var initial = false
+    var all: Bool
+    var json: Bool
+    var initial: Bool
     var count: Int?
     var timeout: Double?
 
-    init(_ arguments: [String]) {
-        var index = 0
-        func value(for option: String) -> String {
-            index += 1
-            guard index < arguments.count else { fail("\(option) needs a value") }
-            return arguments[index]
-        }
-        var positional: [String] = []
-        while index < arguments.count {
-            switch arguments[index] {
-            case "--dir": directory = URL(fileURLWithPath: value(for: "--dir"), isDirectory: true)
-            case "--all": all = true
-            case "--json": json = true
-            case "--initial": initial = true
-            case "--count":
-                guard let number = Int(value(for: "--count")), number > 0 else { fail("--count needs a positive number") }
-                count = number
-            case "--timeout":
-                guard let seconds = Double(value(for: "--timeout")), seconds > 0, seconds.isFinite else {
-                    fail("--timeout needs a positive number of seconds")
-                }
-                timeout = seconds
-            case "-h", "--help":
-                emit(usageText)
-                exit(0)
-            case let option where option.hasPrefix("-"):
-                fail("unknown option \(option)")
-            case let word:
-                positional.append(word)
-            }
-            index += 1
-        }
+    init(_ commandLine: ParsedCommandLine) throws(ToolError) {
+        directory = commandLine.value("--dir").map { URL(fileURLWithPath: $0, isDirectory: true) } ?? Suite.defaultDirectory()
+        all = commandLine.isSet("--all")
+        json = commandLine.isSet("--json")
+        initial = commandLine.isSet("--initial")
+        count = try commandLine.value("--count", { Int($0).flatMap { $0 > 0 ? $0 : nil } }, else: "--count needs a positive number")
+        timeout = try commandLine.value("--timeout", { Double($0).flatMap { $0 > 0 && $0.isFinite ? $0 : nil } },
+                                        else: "--timeout needs a positive number of seconds")
+        let positional = commandLine.arguments
         if all {
-            guard positional.isEmpty else { fail("--all watches every suite; name no suite or key with it") }
+            guard positional.isEmpty else { throw syntax.usageError("--all watches every suite; name no suite or key with it") }
         } else {
-            guard let first = positional.first else { fail("name a suite to watch, or use --all") }
+            guard let first = positional.first else { throw syntax.usageError("name a suite to watch, or use --all") }
             do {
                 try Suite.validate(name: first)
-            } catch let error as SuiteError {
-                fail(error.message)
             } catch {
-                fail("\(error)")
+                throw syntax.usageError(ToolError(error).message)
             }
             suite = first
             keys = Array(positional.dropFirst())
+        }
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: directory.path, isDirectory: &isDirectory), isDirectory.boolValue else {
+            throw syntax.usageError("the directory \(directory.path) does not exist")
         }
     }
 }
@@ -106,18 +80,19 @@ func humanLine(_ change: SuiteChange) -> String {
     }
 }
 
-let settings = Settings(Array(CommandLine.arguments.dropFirst()))
-let directory = settings.directory ?? Suite.defaultDirectory()
-var isDirectory: ObjCBool = false
-guard FileManager.default.fileExists(atPath: directory.path, isDirectory: &isDirectory), isDirectory.boolValue else {
-    fail("the directory \(directory.path) does not exist")
+let settings: Settings
+do {
+    settings = try Settings(syntax.parseCommandLine())
+} catch {
+    error.exit()
 }
+let directory = settings.directory
 
 // Changes arrive on the suites' own queues; one lock keeps lines whole and counts exact.
 let received = Mutex(0)
 let handler: @Sendable (SuiteChange) -> Void = { change in
     received.withLock { count in
-        emit(settings.json ? change.jsonText() : humanLine(change))
+        Output.line(settings.json ? change.jsonText() : humanLine(change))
         guard change.kind != .initialValue else { return }
         count += 1
         if let wanted = settings.count, count >= wanted { exit(0) }
@@ -130,7 +105,7 @@ if let timeout = settings.timeout {
         Thread.sleep(forTimeInterval: timeout)
         let count = received.withLock { $0 }
         if let wanted = settings.count {
-            emit("suite-watch: \(count) of \(wanted) changes came within \(timeout) s", to: STDERR_FILENO)
+            Output.errorLine("suite-watch: \(count) of \(wanted) changes came within \(timeout) s")
             exit(1)
         }
         exit(0)
@@ -155,12 +130,10 @@ do {
         token = try suite.observe(keys: settings.keys.isEmpty ? nil : settings.keys,
                                   includingCurrentValues: settings.initial, onChange: handler)
     }
-} catch let error as SuiteError {
-    fail(error.message, status: error.code == .notFound || error.code == .invalidSuiteName ? 2 : 3)
 } catch {
-    fail("\(error)", status: 3)
+    ToolError(error).exit()
 }
 stop.withLock { $0 = token }
-emit("suite-watch: watching \(settings.all ? "every suite" : settings.suite!) in \(directory.path)", to: STDERR_FILENO)
+Output.errorLine("suite-watch: watching \(settings.all ? "every suite" : settings.suite!) in \(directory.path)")
 
 withExtendedLifetime(token) { dispatchMain() }

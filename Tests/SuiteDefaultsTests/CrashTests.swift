@@ -2,6 +2,7 @@ import ChildProcess
 import Foundation
 import Glibc
 import Testing
+import ToolSupport
 import TestSupport
 @_spi(Testing) @testable import SuiteDefaults
 

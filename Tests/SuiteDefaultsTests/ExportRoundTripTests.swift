@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import ToolSupport
 import TestSupport
 @_spi(Tools) @testable import SuiteDefaults
 

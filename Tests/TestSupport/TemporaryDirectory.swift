@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import ToolSupport
 
 /// A fresh directory under the system's temporary directory, removed with all its
 /// contents when the test ends. Every suite a test touches lives in one.
@@ -8,10 +9,11 @@ public final class TemporaryDirectory: Sendable {
     public var path: String { url.path }
 
     public init(_ label: String = "suite-defaults-test") {
-        var template = Array((NSTemporaryDirectory() + "/\(label).XXXXXX").utf8CString)
-        let created = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
-        precondition(created != nil, "mkdtemp failed: \(String(cString: strerror(errno)))")
-        url = URL(fileURLWithPath: String(cString: created!), isDirectory: true)
+        do {
+            url = try makeTemporaryDirectory(prefix: label)
+        } catch {
+            preconditionFailure(error.message)
+        }
     }
 
     public func file(_ name: String) -> URL { url.appendingPathComponent(name) }

@@ -8,61 +8,49 @@
 import Foundation
 import Glibc
 @_spi(Testing) import SuiteDefaults
+import ToolSupport
 import UnitPreferences
+import WorkerRoles
 
-func say(_ line: String) {
-    let text = line + "\n"
-    _ = text.withCString { write(STDOUT_FILENO, $0, strlen($0)) }
-}
+let syntax = CommandLineSyntax(
+    synopsis: ["suite-test-worker COMMAND --dir DIR --suite NAME [OPTIONS]"],
+    arguments: [CommandLineArgument("COMMAND", help: """
+        increment, write-keys, ack-loop, invariant-writer, invariant-reader, pause, compact,
+        hold-lock, get, try-set, set-if-absent, units-current, units-set, fork-in-transaction,
+        fork-observe, hold-lock-spawn, fork-then-hold, fork-read-while-held, many-open or
+        hostile-check
+        """)],
+    options: RoleOptions.all + [
+        .value("--key2", "KEY", help: "hostile-check: the key written"),
+        .value("--value", "VALUE", help: "the value written"),
+        .value("--at-least", "V", help: "invariant-reader: a version below V is a regression"),
+        .value("--point", "POINT", help: "pause: the fault-injection point"),
+        .value("--compact", "ANY", help: "pause: compact after the write"),
+        .value("--system", "SYSTEM", help: "units-set: metric or imperial"),
+        .value("--lock-timeout-ms", "MS", help: "the suite's lock timeout"),
+        .value("--report-waiting", "ANY", help: "say \"waiting for the lock\" when a write waits for it"),
+        .value("--file-size-limit-strict", "BYTES", help: "RLIMIT_FSIZE, with SIGXFSZ's default action (death)"),
+        .value("--as-uid", "UID", help: "become this user first"),
+    ]
+)
 
 func fail(_ message: String) -> Never {
-    let text = "suite-test-worker: \(message)\n"
-    _ = text.withCString { write(STDERR_FILENO, $0, strlen($0)) }
-    exit(3)
+    ToolError(status: 3, message: message).exit()
 }
 
-func report(_ error: any Error) -> String {
-    if let error = error as? SuiteError {
-        return "error \(error.code.rawValue) errno \(error.errno ?? 0)"
-    }
-    return "error other \(error)"
+let options = syntax.parseCommandLine()
+guard let command = options.arguments.first, options.arguments.count == 1 else {
+    options.usageError("name one command").exit()
 }
-
-/// The command line: a command, then `--name value` pairs.
-struct Options: Sendable {
-    let command: String
-    let values: [String: String]
-
-    init(_ arguments: [String]) {
-        guard let command = arguments.first else { fail("no command") }
-        var values: [String: String] = [:]
-        var index = 1
-        while index < arguments.count {
-            guard arguments[index].hasPrefix("--"), index + 1 < arguments.count else { fail("bad option \(arguments[index])") }
-            values[String(arguments[index].dropFirst(2))] = arguments[index + 1]
-            index += 2
-        }
-        self.command = command
-        self.values = values
-    }
-
-    subscript(name: String) -> String? { values[name] }
-
-    func string(_ name: String) -> String {
-        guard let value = values[name] else { fail("missing --\(name)") }
-        return value
-    }
-
-    func number(_ name: String) -> Int {
-        guard let value = values[name].flatMap(Int.init) else { fail("missing or bad --\(name)") }
-        return value
-    }
+func value(_ name: String) -> String? { options.value("--\(name)") }
+func option(_ name: String) -> String {
+    guard let value = value(name) else { fail("missing --\(name)") }
+    return value
 }
-
-let options = Options(Array(CommandLine.arguments.dropFirst()))
-let command = options.command
-func option(_ name: String) -> String { options.string(name) }
-func number(_ name: String) -> Int { options.number(name) }
+func number(_ name: String) -> Int {
+    guard let number = value(name).flatMap(Int.init) else { fail("missing or bad --\(name)") }
+    return number
+}
 
 // Standard input carries start signals, one per line. When it is a pipe, the worker
 // exits as soon as it closes: the parent, which holds the other end, went away.
@@ -77,40 +65,40 @@ Thread {
     if isPipe { _exit(0) }
 }.start()
 
-if let limit = options["file-size-limit"].flatMap(Int.init) {
+if let limit = value("file-size-limit").flatMap(Int.init) {
     signal(SIGXFSZ, SIG_IGN)
     var bound = rlimit(rlim_cur: rlim_t(limit), rlim_max: rlim_t(limit))
     guard setrlimit(Int32(RLIMIT_FSIZE.rawValue), &bound) == 0 else { fail("setrlimit failed") }
 }
-if let limit = options["file-size-limit-strict"].flatMap(Int.init) {
+if let limit = value("file-size-limit-strict").flatMap(Int.init) {
     // As file-size-limit, but SIGXFSZ keeps its default action (death).
     var bound = rlimit(rlim_cur: rlim_t(limit), rlim_max: rlim_t(limit))
     guard setrlimit(Int32(RLIMIT_FSIZE.rawValue), &bound) == 0 else { fail("setrlimit failed") }
 }
-if let uid = options["as-uid"].flatMap(UInt32.init) {
+if let uid = value("as-uid").flatMap(UInt32.init) {
     guard setgroups(0, nil) == 0, setgid(uid) == 0, setuid(uid) == 0 else { fail("cannot become uid \(uid)") }
 }
 
 SuiteDiagnostics.printsToStandardError = false
 let diagnostics = SuiteDiagnostics.observe { diagnostic in
-    say("diagnostic \(diagnostic.kind.rawValue)")
+    Output.line("diagnostic \(diagnostic.kind.rawValue)")
 }
 
-if options["report-waiting"] != nil {
-    SuiteFaultInjection.arm(.waitingForLock) { _ in say("waiting for the lock") }
+if value("report-waiting") != nil {
+    SuiteFaultInjection.arm(.waitingForLock) { _ in Output.line("waiting for the lock") }
 }
 
 let suite: Suite
 do {
     var suiteOptions = Suite.Options()
-    if let slack = options["compaction-slack"].flatMap(Int.init) { suiteOptions.compactionSlack = slack }
-    if let timeout = options["lock-timeout-ms"].flatMap(Int.init) { suiteOptions.lockTimeout = .milliseconds(timeout) }
+    if let slack = value("compaction-slack").flatMap(Int.init) { suiteOptions.compactionSlack = slack }
+    if let timeout = value("lock-timeout-ms").flatMap(Int.init) { suiteOptions.lockTimeout = .milliseconds(timeout) }
     suite = try Suite(named: option("suite"), directory: URL(fileURLWithPath: option("dir")), options: suiteOptions)
 } catch {
-    say(report(error))
+    Output.line(errorReport(error))
     exit(0)
 }
-say("opened")
+Output.line("opened")
 
 @Sendable func forever() -> Never {
     while true { pause() }
@@ -120,7 +108,7 @@ say("opened")
 func holdLockUntilKilled() {
     try? suite.update { tx in
         try tx.set("held", forKey: "holder")
-        say("holding")
+        Output.line("holding")
         forever()
     }
 }
@@ -131,75 +119,34 @@ switch command {
 case "increment":
     // THREADS threads, each doing COUNT read-increment-write transactions.
     let threads = number("threads"), count = number("count")
-    let key = options["key"] ?? "counter"
-    DispatchQueue.concurrentPerform(iterations: threads) { _ in
-        for _ in 0..<count {
-            do {
-                try suite.update { tx in try tx.set((tx.integer(forKey: key) ?? 0) + 1, forKey: key) }
-            } catch {
-                fail("increment: \(error)")
-            }
-        }
-    }
-    say("done \(threads * count)")
+    _ = suite.incrementConcurrently(value("key") ?? "counter", threads: threads, count: count) { fail("increment: \($0)") }
+    Output.line("done \(threads * count)")
 
 case "write-keys":
     // Writes PREFIX.0 ... PREFIX.(COUNT-1) = 0 ... COUNT-1, acknowledging each once set
     // returned; with --keys K, the values go to PREFIX.(n % K), so keys are overwritten.
-    let prefix = option("prefix"), count = number("count")
-    let keys = options["keys"].flatMap(Int.init) ?? count
-    for value in 0..<count {
-        let key = "\(prefix).\(value % keys)"
-        do { try suite.set(value, forKey: key) } catch { fail("write-keys: \(error)") }
-        say("ack \(key)")
-    }
-    say("done")
+    let count = number("count")
+    suite.writeKeys(prefix: option("prefix"), count: count, keys: value("keys").flatMap(Int.init) ?? count,
+                    value: { .integer($0) }, written: { key, error in
+        if let error { fail("write-keys: \(error)") }
+        Output.line("ack \(key)")
+    })
+    Output.line("done")
 
 case "ack-loop":
-    // Writes PREFIX.n = n for n = 0, 1, 2, ... until killed, acknowledging each.
-    let prefix = option("prefix")
-    var value = 0
-    while true {
-        do { try suite.set(value, forKey: "\(prefix).\(value % 200)") } catch { fail("ack-loop: \(error)") }
-        say("ack \(value)")
-        value += 1
-    }
+    // Writes PREFIX.(n % 200) = n for n = 0, 1, 2, ... until killed, acknowledging each.
+    _ = suite.ackLoop(prefix: option("prefix"), keys: 200, until: { false }, acknowledge: { Output.line("ack \($0)") },
+                      failed: { fail("ack-loop: \($0)") })
 
 case "invariant-writer":
     // Keeps a + b == 0 and a == version, changing all three in one transaction.
-    let count = number("count")
-    for _ in 0..<count {
-        do {
-            let version = try suite.update { tx -> Int in
-                let next = (tx.integer(forKey: "version") ?? 0) + 1
-                try tx.set(next, forKey: "a")
-                try tx.set(-next, forKey: "b")
-                try tx.set(next, forKey: "version")
-                return next
-            }
-            say("ack \(version)")
-        } catch {
-            fail("invariant-writer: \(error)")
-        }
-    }
-    say("done")
+    suite.writeInvariant(times: number("count"), acknowledge: { Output.line("ack \($0)") }, failed: { fail("invariant-writer: \($0)") })
+    Output.line("done")
 
 case "invariant-reader":
     // Reads until the key "stop" appears; reports torn states and versions going back.
-    var reads = 0, torn = 0, regressions = 0, lastVersion = 0
-    let floor = options["at-least"].flatMap(Int.init) ?? 0
-    while true {
-        let values = suite.storedValues()
-        reads += 1
-        let a = values["a"].flatMap(Int.init(suiteValue:))
-        let b = values["b"].flatMap(Int.init(suiteValue:))
-        let version = values["version"].flatMap(Int.init(suiteValue:)) ?? 0
-        if a.map({ $0 + (b ?? 0) != 0 || version != $0 }) ?? (b != nil || version != 0) { torn += 1 }
-        if version < lastVersion || version < floor { regressions += 1 }
-        lastVersion = version
-        if values["stop"] != nil { break }
-    }
-    say("reads \(reads) torn \(torn) regressions \(regressions) last \(lastVersion)")
+    let reading = suite.checkInvariant(atLeast: value("at-least").flatMap(Int.init) ?? 0, until: \.stopRequested)
+    Output.line("reads \(reading.reads) torn \(reading.torn) regressions \(reading.regressions) last \(reading.last)")
 
 case "pause":
     // Arms a fault-injection point, then writes KEY = VALUE; at the point it reports
@@ -208,28 +155,28 @@ case "pause":
         fail("unknown point")
     }
     SuiteFaultInjection.arm(point) { reached in
-        say("paused \(reached)")
+        Output.line("paused \(reached)")
         forever()
     }
     do {
-        if options["compact"] != nil {
+        if value("compact") != nil {
             try suite.set(option("value"), forKey: option("key"))
-            say("set")
+            Output.line("set")
             try suite.compact()
         } else {
             try suite.set(option("value"), forKey: option("key"))
         }
-        say("finished")
+        Output.line("finished")
     } catch {
-        say(report(error))
+        Output.line(errorReport(error))
     }
 
 case "compact":
     do {
         try suite.compact()
-        say("compacted")
+        Output.line("compacted")
     } catch {
-        say(report(error))
+        Output.line(errorReport(error))
     }
 
 case "hold-lock":
@@ -237,27 +184,21 @@ case "hold-lock":
 
 case "get":
     let key = option("key")
-    say(suite.storedValue(forKey: key).map { "value \($0)" } ?? "absent")
+    Output.line(suite.storedValue(forKey: key).map { "value \($0)" } ?? "absent")
 
 case "try-set":
     // Tries to store a string of SIZE bytes (or VALUE) and reports the outcome.
-    let key = option("key")
-    let value = options["size"].flatMap(Int.init).map { String(repeating: "x", count: $0) } ?? option("value")
-    do {
-        try suite.set(value, forKey: key)
-        say("ok")
-    } catch {
-        say(report(error))
-    }
+    let text = value("size").flatMap(Int.init).map { String(repeating: "x", count: $0) } ?? option("value")
+    Output.line(suite.trySet(.string(text), forKey: option("key")))
 
 case "set-if-absent":
     // Waits for a line on standard input (a start signal), then races to set KEY.
     inputLines.wait()
     do {
         let stored = try suite.setIfAbsent(option("value"), forKey: option("key"))
-        say("stored \(stored)")
+        Output.line("stored \(stored)")
     } catch {
-        say(report(error))
+        Output.line(errorReport(error))
     }
 
 case "units-current":
@@ -265,21 +206,20 @@ case "units-current":
     // from --lang when nothing is stored.
     inputLines.wait()
     do {
-        let system = try UnitSystem.current(in: suite, environment: ["LANG": option("lang")])
-        say("current \(system.rawValue)")
+        Output.line("current \(try suite.currentUnitSystem(lang: option("lang")))")
     } catch {
-        say(report(error))
+        Output.line(errorReport(error))
     }
 
 case "units-set":
     // Waits for a start signal, then stores the user's explicit choice.
     inputLines.wait()
+    guard let system = UnitSystem(rawValue: option("system")) else { fail("bad --system") }
     do {
-        guard let system = UnitSystem(rawValue: option("system")) else { fail("bad --system") }
-        try UnitSystem.setCurrent(system, in: suite)
-        say("set \(system.rawValue)")
+        try suite.setUnitSystem(system)
+        Output.line("set \(system.rawValue)")
     } catch {
-        say(report(error))
+        Output.line(errorReport(error))
     }
 
 case "fork-in-transaction":
@@ -293,17 +233,17 @@ case "fork-in-transaction":
             if pid == 0 { return }
             var status: Int32 = 0
             _ = waitpid(pid, &status, 0)
-            say("parent saw child exit \(status >> 8)")
+            Output.line("parent saw child exit \(status >> 8)")
         }
-        say("parent committed")
+        Output.line("parent committed")
     } catch {
         // Only the child's copy of the transaction gets here.
-        say("child commit: \(report(error))")
+        Output.line("child commit: \(errorReport(error))")
         do {
             try suite.set("child", forKey: "child")
-            say("child wrote")
+            Output.line("child wrote")
         } catch {
-            say("child write: \(report(error))")
+            Output.line("child write: \(errorReport(error))")
         }
         _exit(7)
     }
@@ -314,24 +254,24 @@ case "fork-observe":
     let key = option("key")
     let parentReceived = DispatchSemaphore(value: 0)
     let parentToken = try suite.observe(keys: [key]) { change in
-        say("parent received \(change.newValue?.description ?? "nil")")
+        Output.line("parent received \(change.newValue?.description ?? "nil")")
         parentReceived.signal()
     }
     let pid = fork()
     if pid == 0 {
         let received = DispatchSemaphore(value: 0)
         let token = try suite.observe(keys: [key]) { change in
-            say("child received \(change.newValue?.description ?? "nil")")
+            Output.line("child received \(change.newValue?.description ?? "nil")")
             received.signal()
         }
-        say("child observing")
+        Output.line("child observing")
         _ = received.wait(timeout: .now() + 60)
         withExtendedLifetime(token) {}
         _exit(0)
     }
     var status: Int32 = 0
     _ = waitpid(pid, &status, 0)
-    say("child exited \(status)")
+    Output.line("child exited \(status)")
     // The parent's own observation may hear of the change after the child is gone.
     _ = parentReceived.wait(timeout: .now() + 60)
     withExtendedLifetime(parentToken) {}
@@ -351,7 +291,7 @@ case "hold-lock-spawn":
         defer { posix_spawn_file_actions_destroy(&actions) }
         for stream in 0...2 { posix_spawn_file_actions_addopen(&actions, Int32(stream), "/dev/null", O_RDWR, 0) }
         guard posix_spawn(&pid, "/bin/sleep", &actions, nil, &argv, environ) == 0 else { fail("posix_spawn failed") }
-        say("spawned \(pid)")
+        Output.line("spawned \(pid)")
         forever()
     }
 
@@ -365,7 +305,7 @@ case "fork-then-hold":
         for stream in 0...2 { dup2(null, Int32(stream)) }
         forever()
     }
-    say("child \(pid)")
+    Output.line("child \(pid)")
     holdLockUntilKilled()
 
 case "fork-read-while-held":
@@ -384,12 +324,12 @@ case "fork-read-while-held":
     inside.wait()
     let pid = fork()
     if pid == 0 {
-        say("child read \(suite.storedValue(forKey: key)?.description ?? "absent")")
+        Output.line("child read \(suite.storedValue(forKey: key)?.description ?? "absent")")
         _exit(0)
     }
     var status: Int32 = 0
     _ = waitpid(pid, &status, 0)
-    say("child exited \(status)")
+    Output.line("child exited \(status)")
     _exit(0)
 
 case "many-open":
@@ -409,7 +349,7 @@ case "many-open":
         fail("open: \(error)")
     }
     guard truncate(suites.last!.lockFileURL.path, 0) == 0 else { fail("truncate") }
-    say("read \(suites.last!.string(forKey: "k") ?? "absent") of \(suites.count)")
+    Output.line("read \(suites.last!.string(forKey: "k") ?? "absent") of \(suites.count)")
 
 case "hostile-check":
     // Reads KEY (reporting its value), writes KEY2 = VALUE and reads it back.
@@ -417,9 +357,9 @@ case "hostile-check":
     do {
         try suite.set(option("value"), forKey: option("key2"))
         let after = suite.string(forKey: option("key2"))
-        say("read \(before?.description ?? "absent") wrote \(after ?? "absent")")
+        Output.line("read \(before?.description ?? "absent") wrote \(after ?? "absent")")
     } catch {
-        say("read \(before?.description ?? "absent") \(report(error))")
+        Output.line("read \(before?.description ?? "absent") \(errorReport(error))")
     }
 
 default:

@@ -2,6 +2,7 @@ import ChildProcess
 import Foundation
 import Glibc
 @_spi(Tools) import SuiteDefaults
+import ToolSupport
 
 /// While two processes write to a suite, its file is damaged: bytes flipped, the file
 /// cut short, or garbage appended, at random offsets. No process may crash; the
@@ -95,7 +96,7 @@ enum CorruptScenario {
     /// damage touched.
     private static func damageFile(_ suite: Suite, _ damage: Damage, _ random: inout SplitMix64) throws -> Set<String> {
         let lock = open(suite.lockFileURL.path, O_RDWR | O_CLOEXEC)
-        guard lock >= 0, flock(lock, LOCK_EX) == 0 else { throw UsageError("cannot lock \(suite.lockFileURL.path)") }
+        guard lock >= 0, flock(lock, LOCK_EX) == 0 else { throw ToolError(status: 3, message: "cannot lock \(suite.lockFileURL.path)") }
         defer { close(lock) }
         var bytes = [UInt8](try Data(contentsOf: suite.fileURL))
         let records = SuiteFileInspection(bytes: bytes).records

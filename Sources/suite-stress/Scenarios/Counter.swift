@@ -1,6 +1,7 @@
 import ChildProcess
 import Foundation
 import SuiteDefaults
+import WorkerRoles
 
 /// N processes × T threads, each doing K read-increment-write updates of one key:
 /// the count must end at exactly N×T×K.
@@ -24,7 +25,7 @@ enum CounterScenario {
             }
             stress.runTogether(workers, into: &result)
         }, &result)
-        let final = foundation ? (foundationSuite("counter", in: directory)?["counter"] as? Int ?? 0)
+        let final = foundation ? (FoundationStore.storedValues(suiteName: "counter", directory: directory)?["counter"] as? Int ?? 0)
             : (try Suite(named: "counter", directory: directory).integer(forKey: "counter") ?? 0)
         result.operations = expected
         result.lost = max(0, expected - final)

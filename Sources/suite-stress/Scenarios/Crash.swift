@@ -2,6 +2,8 @@ import ChildProcess
 import Foundation
 import Glibc
 import SuiteDefaults
+import ToolSupport
+import WorkerRoles
 
 /// Writers are killed with SIGKILL at random instants, many while holding the lock.
 /// Each trial: the suite opens in a new process, every acknowledged write is there,
@@ -55,7 +57,7 @@ enum CrashScenario {
                         result.fail("trial \(trial): the suite did not open in a new process: \(opener.standardError)")
                     }
                 }
-                let stored: [String: Any] = foundation ? (foundationSuite(name, in: directory) ?? [:])
+                let stored: [String: Any] = foundation ? (FoundationStore.storedValues(suiteName: name, directory: directory) ?? [:])
                     : try Suite(named: name, directory: directory).storedValues().compactMapValues { value -> Any? in
                         if case .integer(let number) = value { return number } else { return value }
                     }

@@ -1,6 +1,7 @@
 import ChildProcess
 import Foundation
 import SuiteDefaults
+import WorkerRoles
 
 /// Each of N writers owns a key range and writes it: no key may be lost or reverted.
 enum DistinctKeysScenario {
@@ -23,7 +24,7 @@ enum DistinctKeysScenario {
         }, &result)
         result.operations = processes * keys
         if foundation {
-            let stored = foundationSuite("keys", in: directory) ?? [:]
+            let stored = FoundationStore.storedValues(suiteName: "keys", directory: directory) ?? [:]
             for writer in 0..<processes {
                 for key in 0..<keys where stored["w\(writer).\(key)"] as? Int != key { result.lost += 1 }
             }

@@ -1,6 +1,7 @@
 import ChildProcess
 import Foundation
 import SuiteDefaults
+import WorkerRoles
 import UnitPreferences
 
 /// Many trials. In each, on a fresh suite, several processes ask for the shared unit
@@ -36,7 +37,7 @@ enum FirstAccessScenario {
                     break
                 }
                 let answers = getters.map { $0.line(startingWith: "got \(name)").map { String($0.split(separator: " ").last ?? "") } }
-                let stored = foundation ? foundationSuite(name, in: directory)?["units.system"] as? String
+                let stored = foundation ? FoundationStore.storedValues(suiteName: name, directory: directory)?["units.system"] as? String
                     : try Suite(named: name, directory: directory).string(forKey: UnitSystem.storageKey)
                 if stored != "imperial" { result.lost += 1 }
                 for answer in answers {

@@ -1,0 +1,10 @@
+import Glibc
+
+/// CLOCK_MONOTONIC in nanoseconds: one clock for every process of the machine, so one
+/// process's timestamp can be compared with another's.
+/// Inlinable: the benchmarks read it around operations that take microseconds.
+@inlinable public func monotonicNanoseconds() -> UInt64 {
+    var now = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &now)
+    return UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)
+}
