@@ -6,7 +6,8 @@ import SuiteDefaults
 import ToolSupport
 
 /// The loop every widget runs: print the rendered line, then print it again on every
-/// change of the keys it shows, from any process, until SIGTERM or SIGINT.
+/// change of the keys it shows, from any process, until SIGTERM or SIGINT. What
+/// keeps changes from arriving is printed to standard error, and the loop goes on.
 ///
 ///     WIDGET [--dir DIR] [--once] [--timestamps]
 public enum Widget {
@@ -21,16 +22,17 @@ public enum Widget {
     ]
 
     /// A widget program: reads its command line, opens the suite and runs the loop.
-    public static func run(keys: [String], render: @escaping @Sendable (Suite) -> String) -> Never {
+    public static func run(_ observation: SuiteObservation, render: @escaping @Sendable (Suite) -> String) -> Never {
         let syntax = CommandLineSyntax(synopsis: ["\(Output.programName) [--dir DIR] [--once] [--timestamps]"], options: options)
         let commandLine = syntax.parseCommandLine()
         if let unexpected = commandLine.arguments.first { commandLine.usageError("unknown argument \(unexpected)").exit() }
-        run(keys: keys, suite: FitnessSuite.open(commandLine), commandLine: commandLine, render: render)
+        run(observation, suite: FitnessSuite.open(commandLine), commandLine: commandLine, render: render)
     }
 
     /// The loop, on `suite`, with `--once` and `--timestamps` as `commandLine` gives them.
     public static func run(
-        keys: [String], suite: Suite, commandLine: ParsedCommandLine, render: @escaping @Sendable (Suite) -> String
+        _ observation: SuiteObservation, suite: Suite, commandLine: ParsedCommandLine,
+        render: @escaping @Sendable (Suite) -> String
     ) -> Never {
         let once = commandLine.isSet("--once")
         let timestamps = commandLine.isSet("--timestamps")
@@ -46,7 +48,9 @@ public enum Widget {
         // Observe first, then render: a change in between renders again, none is missed.
         let token: SuiteCancellable
         do {
-            token = try suite.observe(keys: keys) { _ in show() }
+            token = try observation.start(in: suite, onError: { error in
+                Output.errorLine("\(Output.programName): not receiving changes: \(error)")
+            }, onChange: { _ in show() })
         } catch {
             ToolError(status: 3, message: "cannot watch for changes: \(error)").exit()
         }

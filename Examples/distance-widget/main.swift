@@ -6,7 +6,7 @@ import FitnessShared
 import SuiteDefaults
 import UnitPreferences
 
-Widget.run(keys: [UnitSystem.storageKey, SuiteKey<[Workout]>.workouts.name]) { suite in
+Widget.run(.keys(.unitSystem, .workouts)) { suite in
     guard let run = suite.lastWorkout(.run) else { return "Last run: none" }
     let system = (try? UnitSystem.current(in: suite)) ?? .metric
     return "Last run: \(formatDistance(meters: run.amount, system: system))"

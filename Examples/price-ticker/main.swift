@@ -64,7 +64,7 @@ case "show":
     }
 case "watch":
     guard arguments.count == 1 else { ToolError.usage("usage: price-ticker watch [--once] [--timestamps]").exit() }
-    Widget.run(keys: [PriceQuote.storageKey], suite: suite, commandLine: commandLine) { suite in
+    Widget.run(.keys(named: [PriceQuote.storageKey]), suite: suite, commandLine: commandLine) { suite in
         rendered(PriceQuote.cached(in: suite))
     }
 default:

@@ -6,7 +6,7 @@ import FitnessShared
 import SuiteDefaults
 import UnitPreferences
 
-Widget.run(keys: [UnitSystem.storageKey, SuiteKey<[Workout]>.workouts.name]) { suite in
+Widget.run(.keys(.unitSystem, .workouts)) { suite in
     guard let lift = suite.lastWorkout(.lift) else { return "Last lift: none" }
     let system = (try? UnitSystem.current(in: suite)) ?? .metric
     return "Last lift: \(formatWeight(kilograms: lift.amount, system: system))"

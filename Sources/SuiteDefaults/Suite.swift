@@ -17,6 +17,21 @@ import Foundation
 /// returns has been applied to the latest committed state and survives the crash of
 /// any process; with `.durable` it survives a power loss too. An operation that
 /// throws a `SuiteError` has changed nothing.
+///
+/// ## Giving a default: which way when
+///
+/// - A key's own default, `SuiteKey("k", default: v)`: the usual way. Declared once
+///   with the key, read wherever the key is read, never stored, so a later change of
+///   the default reaches every reader.
+/// - `register(defaults:)`: for code that reads by name (`integer(forKey:)` and the
+///   like) and for values computed at launch. In this process's memory only, while
+///   a `Suite` instance of the suite is open. Reads by name return the stored value,
+///   else the registered default; reads through a `SuiteKey` do not consult them.
+/// - `valueStoringDefault(for:)`: when every process must agree on one value that
+///   is detected, not declared (the unit system from a locale): the first process
+///   to read stores its detection, atomically, and the others read that.
+/// - `setIfAbsent(_:forKey:)`: the same compare-and-set by name, for a value that
+///   is not a `SuiteKey`'s default.
 public final class Suite: SuiteWritable, Sendable {
     /// The suite's name, in Unicode NFC (the form its files are named in).
     public let name: String

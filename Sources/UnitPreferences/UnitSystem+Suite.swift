@@ -14,9 +14,6 @@ extension SuiteKey where Value == UnitSystem {
 }
 
 extension UnitSystem {
-    /// The key the shared preference is stored under: `SuiteKey.unitSystem.name`.
-    public static var storageKey: String { SuiteKey.unitSystem.name }
-
     /// The user's unit system, shared by every process of the suite.
     ///
     /// When nothing is stored yet, the system is detected from the locale and stored

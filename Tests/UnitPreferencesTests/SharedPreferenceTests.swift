@@ -23,7 +23,7 @@ struct SharedPreferenceTests {
         let suite = try open()
         try UnitSystem.setCurrent(.metric, in: suite)
         #expect(try UnitSystem.current(in: suite, environment: ["LANG": "en_US.UTF-8"]) == .metric)
-        #expect(suite.string(forKey: UnitSystem.storageKey) == "metric")
+        #expect(suite.string(forKey: SuiteKey.unitSystem.name) == "metric")
     }
 
     @Test func anInvalidStoredValueIsDetectedAgainWithADiagnostic() throws {
@@ -48,7 +48,7 @@ struct SharedPreferenceTests {
         worker.send("go\n")
         #expect(try await iterator.next() == .imperial, "a change from another process")
         // Removed: detected again (and stored), from this process's environment.
-        try suite.removeValue(forKey: UnitSystem.storageKey)
+        try suite.removeValue(forKey: SuiteKey.unitSystem.name)
         try suite.set("metric", forKey: "units.system")
         #expect(try await iterator.next() == .metric)
         worker.expectSuccess()
@@ -71,7 +71,7 @@ struct SharedPreferenceTests {
             let answers = getters.compactMap { $0.expectLine(startingWith: "current") }
             for process in everyone { process.expectSuccess() }
 
-            let stored = try Suite(named: name, directory: directory.url).string(forKey: UnitSystem.storageKey)
+            let stored = try Suite(named: name, directory: directory.url).string(forKey: SuiteKey.unitSystem.name)
             #expect(stored == "imperial", "trial \(trial): the acknowledged choice was lost")
             // A getter answers what was stored when it looked: the detection, stored
             // before the choice, or the choice.

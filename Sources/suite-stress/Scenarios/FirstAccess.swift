@@ -38,7 +38,7 @@ enum FirstAccessScenario {
                 }
                 let answers = getters.map { $0.line(startingWith: "got \(name)").map { String($0.split(separator: " ").last ?? "") } }
                 let stored = foundation ? FoundationStore.storedValues(suiteName: name, directory: directory)?["units.system"] as? String
-                    : try Suite(named: name, directory: directory).string(forKey: UnitSystem.storageKey)
+                    : try Suite(named: name, directory: directory).string(forKey: SuiteKey.unitSystem.name)
                 if stored != "imperial" { result.lost += 1 }
                 for answer in answers {
                     guard let answer else { result.crashed += 1; continue }
