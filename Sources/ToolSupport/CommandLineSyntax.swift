@@ -37,7 +37,9 @@ public struct CommandLineArgument: Sendable {
 /// arguments by it, and the `--help` text is written from it.
 ///
 /// Options may stand anywhere among the arguments until `--`, after which every word
-/// is an argument. `-h` and `--help` ask for the help.
+/// is an argument. `-h` and `--help` ask for the help; in a program whose arguments
+/// may start with "-", only before its first argument, so that they stay values
+/// (`suite-defaults write S k -h` stores "-h").
 public struct CommandLineSyntax: Sendable {
     /// The forms of the command line, each after "usage: ", starting with the program's name.
     public var synopsis: [String]
@@ -100,7 +102,8 @@ public struct CommandLineSyntax: Sendable {
                 parsed.arguments += arguments[index...]
                 return parsed
             }
-            if word == "-h" || word == "--help" {
+            let isValue = takesUndeclaredOptionsAsArguments && !parsed.arguments.isEmpty
+            if (word == "-h" || word == "--help") && !isValue {
                 parsed.wantsHelp = true
                 return parsed
             }

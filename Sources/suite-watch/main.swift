@@ -131,7 +131,10 @@ do {
                                   includingCurrentValues: settings.initial, onChange: handler)
     }
 } catch {
-    ToolError(error).exit()
+    var failure = ToolError(error)
+    // Status 1 says that the changes did not come in time; a suite not found is a usage error here.
+    if failure.status == 1 { failure.status = 2 }
+    failure.exit()
 }
 stop.withLock { $0 = token }
 Output.errorLine("suite-watch: watching \(settings.all ? "every suite" : settings.suite!) in \(directory.path)")

@@ -452,6 +452,86 @@ struct HostileTests {
         #expect(suite.string(forKey: "k") == "two")
     }
 
+    @Test func anObservationCancelledWhileItsSuiteMovesIsNotWatchedAgain() throws {
+        let place = directory.file("busy")
+        let path = place.standardizedFileURL.path
+        var suite: Suite? = try Suite(named: "busy", directory: place)
+        let entered = DispatchSemaphore(value: 0), release = DispatchSemaphore(value: 0)
+        // Keeps the observers' queue busy, so that the move to the new directory waits.
+        let token = try suite!.observe { change in
+            if change.key == "block" {
+                entered.signal()
+                release.wait()
+            }
+        }
+        try suite!.set(1, forKey: "block")
+        entered.wait()
+        try FileManager.default.removeItem(at: place)
+        #expect(poll(within: .seconds(30)) { !ChangeWatcher.shared.watchedDirectories.contains(path) })
+        #expect(mkdir(place.path, 0o700) == 0)
+        #expect(poll(within: .seconds(30)) { ChangeWatcher.shared.suitesBeingMoved > 0 }, "the move is queued")
+        token.cancel()
+        release.signal()
+        #expect(poll(within: .seconds(30)) { ChangeWatcher.shared.suitesBeingMoved == 0 })
+        suite = nil
+        #expect(!ChangeWatcher.shared.watchedDirectories.contains(path), "no watch is left for a cancelled observation")
+    }
+
+    @Test func twoStoresOfOneSuiteAfterItsDirectoryWasMadeAgainBothHearChanges() throws {
+        let place = directory.file("twice")
+        let path = place.standardizedFileURL.path
+        let first = try Suite(named: "twice", directory: place)
+        let before = ChangeRecorder(), after = ChangeRecorder()
+        let firstToken = try first.observe(onChange: before.handler)
+        try FileManager.default.removeItem(at: place)
+        #expect(poll(within: .seconds(30)) { !ChangeWatcher.shared.watchedDirectories.contains(path) })
+        #expect(mkdir(place.path, 0o700) == 0)
+        #expect(poll(within: .seconds(30)) { ChangeWatcher.shared.watchedDirectories.contains(path) }, "the first store follows the directory")
+        // A new instance opens a second store in the new directory, with a hub of its own.
+        let second = try Suite(named: "twice", directory: place)
+        let secondToken = try second.observe(onChange: after.handler)
+        try writeFromAnotherProcess("x", "1", in: place, suite: "twice")
+        #expect(after.wait(for: "x", toBecome: "1"))
+        #expect(before.wait(for: "x", toBecome: "1"), "the first observer still hears changes")
+        withExtendedLifetime((firstToken, secondToken)) {}
+    }
+
+    @Test func anErrorHandlerOfADirectoryObservationMayCancelIt() throws {
+        let place = directory.file("listed")
+        #expect(mkdir(place.path, 0o700) == 0)
+        let token = Locked<SuiteCancellable?>(nil)
+        let called = DispatchSemaphore(value: 0)
+        let observation = try Suite.observeSuites(in: place, onError: { _ in
+            token.withLock { $0 }?.cancel()
+            called.signal()
+        }, onChange: { _ in })
+        token.withLock { $0 = observation }
+        try Data("not a suite file, just text".utf8).write(to: place.appendingPathComponent("bad.suite"))
+        #expect(called.wait(timeout: .now() + 30) == .success, "onError ran and its cancel returned")
+    }
+
+    @Test func aSequenceOfADirectoryEndsWithTheErrorOfASuiteItCannotOpen() async throws {
+        let place = directory.file("sequence")
+        #expect(mkdir(place.path, 0o700) == 0)
+        let changes = try Suite.changesOfSuites(in: place)
+        let loop = Task { () -> SuiteError? in
+            do {
+                for try await _ in changes {}
+            } catch {
+                return error as? SuiteError
+            }
+            return nil
+        }
+        try Data("not a suite file, just text".utf8).write(to: place.appendingPathComponent("bad.suite"))
+        let deadline = Task {
+            try? await Task.sleep(for: .seconds(60))
+            loop.cancel()
+        }
+        let error = await loop.value
+        deadline.cancel()
+        #expect(error?.code == .foreignFile, "\(String(describing: error))")
+    }
+
     // MARK: The lock file cut short
 
     @Test func aLockFileCutShortUnderItsReadersKillsNoOne() throws {

@@ -35,6 +35,17 @@ struct CommandLineToolTests {
         return try TestSupport.run(program: "/bin/sh", ["-c", tool + "\n" + script, "sh"] + arguments, environment: environment)
     }
 
+    @Test func helpWordsAfterTheCommandAreValuesNotHelp() throws {
+        #expect(try run("write", "group.x", "flag", "-h").status == .exited(0))
+        #expect(try run("write", "group.x", "--help", "--string", "--help").status == .exited(0))
+        let suite = try Suite(named: "group.x", directory: directory.url)
+        #expect(suite.string(forKey: "flag") == "-h")
+        #expect(suite.string(forKey: "--help") == "--help")
+        #expect(try run("read", "group.x", "flag").lines == ["-h"])
+        let help = try run("--help")
+        #expect(help.status == .exited(0) && help.lines.first?.hasPrefix("usage: suite-defaults") == true)
+    }
+
     @Test func writesAndReadsEveryType() throws {
         #expect(try run("write", "group.x", "units.system", "imperial").status == .exited(0))
         #expect(try run("write", "group.x", "count", "--int", "-42").status == .exited(0))

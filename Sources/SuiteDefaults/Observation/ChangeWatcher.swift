@@ -19,8 +19,12 @@ final class ChangeWatcher: Sendable {
 
     private final class WeakHub {
         weak var hub: ObserverHub?
+        let suite: String
         var observations = 0
-        init(_ hub: ObserverHub) { self.hub = hub }
+        init(_ hub: ObserverHub) {
+            self.hub = hub
+            suite = hub.suite
+        }
     }
 
     /// Watches of directories for whole-directory listeners (`Suite.observeSuites`).
@@ -31,17 +35,18 @@ final class ChangeWatcher: Sendable {
 
     /// What watches one directory: the observers of suites in it and the listeners.
     private struct Watchers {
-        /// Keyed by suite name.
-        var hubs: [String: WeakHub] = [:]
+        /// Keyed by the hub: one suite may have two stores in a process (opened
+        /// before and after its directory was made again), each with its hub.
+        var hubs: [ObjectIdentifier: WeakHub] = [:]
         var listeners: [UInt64: DirectoryListener] = [:]
         var isEmpty: Bool { hubs.isEmpty && listeners.isEmpty }
 
         /// Counts one observation of `hub` less, forgetting it at none; false when
         /// `hub` is not among these.
         mutating func release(_ hub: ObserverHub) -> Bool {
-            guard let entry = hubs[hub.suite], entry.hub === hub else { return false }
+            guard let entry = hubs[ObjectIdentifier(hub)] else { return false }
             entry.observations -= 1
-            if entry.observations <= 0 { hubs[hub.suite] = nil }
+            if entry.observations <= 0 { hubs[ObjectIdentifier(hub)] = nil }
             return true
         }
     }
@@ -69,6 +74,10 @@ final class ChangeWatcher: Sendable {
         var parents: [Int32: Set<DirectoryIdentity>] = [:]
         /// Watchers of directories that were removed, by the path to look for.
         var lost: [String: Watchers] = [:]
+        /// Hubs whose suites are being moved to a directory made again at the lost
+        /// one's path, on their own queues: still counted, so that an observation
+        /// cancelled meanwhile is not watched again.
+        var moving = Watchers()
         var nextListener: UInt64 = 0
     }
 
@@ -93,10 +102,9 @@ final class ChangeWatcher: Sendable {
     func watch(_ hub: ObserverHub, directory: DirectoryHandle) throws {
         try withState { state in
             try ensureWatch(&state, directory, suite: hub.suite)
-            let entry = state.watches[directory.identity]!.watchers.hubs[hub.suite] ?? WeakHub(hub)
-            entry.hub = hub
+            let entry = state.watches[directory.identity]!.watchers.hubs[ObjectIdentifier(hub)] ?? WeakHub(hub)
             entry.observations += 1
-            state.watches[directory.identity]!.watchers.hubs[hub.suite] = entry
+            state.watches[directory.identity]!.watchers.hubs[ObjectIdentifier(hub)] = entry
         }
     }
 
@@ -111,6 +119,7 @@ final class ChangeWatcher: Sendable {
                 if state.lost[path]!.isEmpty { state.lost[path] = nil }
                 return
             }
+            _ = state.moving.release(hub)
         }
     }
 
@@ -249,15 +258,17 @@ final class ChangeWatcher: Sendable {
             return found
         }
         for (directory, watchers) in found {
-            for entry in watchers.hubs.values {
+            for (key, entry) in watchers.hubs {
                 guard let hub = entry.hub else { continue }
-                let observations = entry.observations
+                withState { $0.moving.hubs[key] = entry }
                 hub.moveToReplacedDirectory { [self] directory in
                     try withState { state in
+                        // Cancelled meanwhile, or the move failed: nothing to watch.
+                        guard let entry = state.moving.hubs.removeValue(forKey: key),
+                              let directory
+                        else { return }
                         try ensureWatch(&state, directory, suite: hub.suite)
-                        let moved = WeakHub(hub)
-                        moved.observations = observations
-                        state.watches[directory.identity]!.watchers.hubs[hub.suite] = moved
+                        state.watches[directory.identity]!.watchers.hubs[key] = entry
                     }
                 }
             }
@@ -271,6 +282,14 @@ final class ChangeWatcher: Sendable {
             if watched { for listener in watchers.listeners.values { listener.handler(nil) } }
         }
     }
+
+    // MARK: For tests
+
+    /// The paths of the directories watched for suites or listeners now.
+    var watchedDirectories: [String] { withState { $0.watches.values.map(\.path) } }
+
+    /// How many observed suites are being moved to a directory made again.
+    var suitesBeingMoved: Int { withState { $0.moving.hubs.count } }
 
     // MARK: The reader thread
 
@@ -328,7 +347,7 @@ final class ChangeWatcher: Sendable {
                 for (identity, suite) in touched {
                     guard let watch = state.watches[identity] else { continue }
                     guard !everything else { break }
-                    if let hub = watch.watchers.hubs[suite]?.hub { hubs.append(hub) }
+                    hubs += watch.watchers.hubs.values.filter { $0.suite == suite }.compactMap(\.hub)
                     listeners += watch.watchers.listeners.values.map { ($0, suite) }
                 }
                 return (hubs, listeners)

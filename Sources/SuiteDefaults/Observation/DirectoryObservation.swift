@@ -86,19 +86,28 @@ final class DirectoryObservation: Sendable {
         }
     }
 
+    /// Observes one suite of the directory, unless it is observed already. A failure
+    /// goes to `onError` on the opening queue, never under the lock: the handler may
+    /// cancel the observation, which takes the lock.
     private func observe(_ name: String, initialValues: SuiteChange.Kind?) {
-        observed.withLock { observed in
-            guard !observed.cancelled, observed.suites[name] == nil, (try? Suite.validate(name: name)) != nil else { return }
+        let failure = observed.withLock { observed -> SuiteError? in
+            guard !observed.cancelled, observed.suites[name] == nil, (try? Suite.validate(name: name)) != nil else { return nil }
             do {
                 let suite = try Suite(named: name, directory: directory, options: options)
                 let sink = ObserverSink(keys: keys, onError: onError, onChange: onChange)
                 let token = try ObserverHub.of(suite.store).add(sink, initialValues: initialValues, lockTimeout: options.lockTimeout)
                 observed.suites[name] = (suite, token)
+                return nil
             } catch {
-                SuiteDiagnostics.report(SuiteDiagnostic(kind: .refreshFailed, suite: name, directory: directory.filePath,
-                                                        message: "Could not observe the suite: \(error)"))
-                onError?(SuiteError(error, suite: name, doing: "observe the suite"))
+                return SuiteError(error, suite: name, doing: "observe the suite")
             }
+        }
+        guard let failure else { return }
+        SuiteDiagnostics.report(SuiteDiagnostic(kind: .refreshFailed, suite: name, directory: directory.filePath,
+                                                message: "Could not observe the suite: \(failure)"))
+        guard let onError else { return }
+        opening.async { [self] in
+            if !observed.withLock({ $0.cancelled }) { onError(failure) }
         }
     }
 

@@ -191,18 +191,20 @@ final class ObserverHub: AppliedCommitListener {
 
     /// A directory was made at the removed one's path: moves the store there, on the
     /// observers' queue (opening may wait for a lock, and the watcher waits for no
-    /// suite), then catches up. Returns through `watchAgain` the directory to watch.
-    func moveToReplacedDirectory(watchAgain: @escaping @Sendable (DirectoryHandle) throws -> Void) {
+    /// suite), then catches up. `moved` receives the directory to watch, or nil when
+    /// the suite could not be moved.
+    func moveToReplacedDirectory(moved: @escaping @Sendable (DirectoryHandle?) throws -> Void) {
         enqueue { [self] in
             do {
-                guard let store else { return }
+                guard let store else { return try moved(nil) }
                 try store.moveToReplacedDirectory()
-                try watchAgain(store.directory)
+                try moved(store.directory)
                 SuiteDiagnostics.report(SuiteDiagnostic(
                     kind: .directoryReplaced, suite: suite, directory: directoryPath,
                     message: "A directory was made again at \(directoryPath); the suite is observed there, and its observers received what differs as net changes."))
                 scheduleRefresh()
             } catch {
+                try? moved(nil)
                 let message = "A directory was made again at \(directoryPath), but the suite cannot be opened there: \(error); it is not observed any more."
                 fail(.directoryReplaced, SuiteError(error, suite: suite, doing: "observe the suite in its new directory"), message)
             }
