@@ -4,8 +4,8 @@
 /// - `NAME.suite`, the data file: a header, then the journal of records.
 /// - `NAME.suite.lock`, never replaced: the `flock` target, and the shared header.
 /// - `NAME.suite.tmp.*`, a new data file being written; `NAME.suite.h.SEQ`, a
-///   replaced journal kept for observers that lag (see `StoreState+History`);
-///   `NAME.suite.damaged-*`, damaged copies kept aside.
+///   replaced journal kept for processes that collect changes and lag (see
+///   `StoreState+History`); `NAME.suite.damaged-*`, damaged copies kept aside.
 ///
 /// Every file is opened through the directory with `O_NOFOLLOW` and `O_NONBLOCK`,
 /// and must be a regular file owned by the current user (or, in group mode, by the
