@@ -24,9 +24,13 @@ import Foundation
 ///   with the key, read wherever the key is read, never stored, so a later change of
 ///   the default reaches every reader.
 /// - `register(defaults:)`: for code that reads by name (`integer(forKey:)` and the
-///   like) and for values computed at launch. In this process's memory only, while
-///   a `Suite` instance of the suite is open. Reads by name return the stored value,
-///   else the registered default; reads through a `SuiteKey` do not consult them.
+///   like) and for values computed at launch. In this process's memory only, for
+///   as long as the process runs, as with `UserDefaults`.
+///
+/// The read order, in one place: a read by name (`string(forKey:)` and the like)
+/// returns the stored value, else the registered default, else nil. A read through
+/// a `SuiteKey` returns the stored value if it is a valid `Value`, else the
+/// registered default if it is one, else the key's own default.
 /// - `valueStoringDefault(for:)`: when every process must agree on one value that
 ///   is detected, not declared (the unit system from a locale): the first process
 ///   to read stores its detection, atomically, and the others read that.
@@ -106,9 +110,11 @@ public final class Suite: SuiteWritable, Sendable {
         store.registeredDefaults.merging(storedValues()) { _, stored in stored }
     }
 
-    /// Registers fallbacks that reads return for keys with no stored value. They live
-    /// in this process's memory only, for every `Suite` instance of this suite, as
-    /// with `UserDefaults.register(defaults:)`.
+    /// Registers fallbacks that reads return for keys with no stored value, replacing
+    /// those registered before for the same keys. They live in this process's memory
+    /// only, for as long as it runs, for every `Suite` instance of this suite (the
+    /// same name in the same directory), also those opened later, as with
+    /// `UserDefaults.register(defaults:)`.
     public func register(defaults: [String: SuiteValue]) {
         store.register(defaults)
     }

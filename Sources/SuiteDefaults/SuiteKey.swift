@@ -12,13 +12,30 @@ import Synchronization
 /// try suite.set(false, for: .showsTips)
 /// ```
 ///
-/// A stored value that is not a valid `Value` reads as absent (the default), with a
-/// `invalidStoredValue` diagnostic; it never traps.
+/// A read through a key returns, in this order:
+/// 1. the stored value, if it is a valid `Value`;
+/// 2. else the default registered for the key's name in this process
+///    (`Suite.register(defaults:)`), if it is a valid `Value`;
+/// 3. else the key's own default.
+///
+/// A stored value that is not a valid `Value` reads as absent, with an
+/// `invalidStoredValue` diagnostic from `valueStoringDefault(for:)`; it never traps.
+///
+/// A key of an optional type means "nil when absent", as `@AppStorage var x: T?`:
+///
+/// ```swift
+/// extension SuiteKey where Value == String? {
+///     static let nickname = SuiteKey("user.nickname")
+/// }
+/// suite.value(for: .nickname)            // nil until set
+/// try suite.set(nil, for: .nickname)     // removes the value
+/// ```
 public struct SuiteKey<Value: Sendable>: Sendable {
     /// The key under which the value is stored.
     public let name: String
     private let makeDefault: @Sendable () -> Value
-    let encode: @Sendable (Value) throws -> SuiteValue
+    /// The value as stored; nil removes it (an optional key set to nil).
+    let encode: @Sendable (Value) throws -> SuiteValue?
     let decode: @Sendable (SuiteValue) -> Value?
 
     /// The default: what a read returns when nothing valid is stored. It is computed
@@ -44,15 +61,40 @@ public struct SuiteKey<Value: Sendable>: Sendable {
         self.decode = { Value.RawValue(suiteValue: $0).flatMap(Value.init(rawValue:)) }
     }
 
-    /// A key for any `Codable` value, stored as JSON (`Decimal`s stay exact).
+    /// A key for any `Codable` value, stored as JSON (`Decimal`s stay exact). It also
+    /// reads JSON stored as `Data`, as most `UserDefaults` code stores Codable values.
     public init(codable name: String, default defaultValue: @autoclosure @escaping @Sendable () -> Value) where Value: Codable {
         self.name = name
         self.makeDefault = defaultValue
         self.encode = { .json(try SuiteValue.encodeJSON($0, key: name)) }
-        self.decode = { stored in
-            guard case .json(let data) = stored else { return nil }
-            return try? JSONDecoder().decode(Value.self, from: data)
-        }
+        self.decode = { SuiteValue.decodeJSON(Value.self, from: $0) }
+    }
+
+    /// An optional key for a storable value: nil when absent; setting nil removes it.
+    public init<Wrapped: SuiteStorable>(_ name: String) where Value == Wrapped? {
+        self.name = name
+        self.makeDefault = { nil }
+        self.encode = { $0?.suiteValue }
+        self.decode = { Wrapped(suiteValue: $0).map { .some($0) } }
+    }
+
+    /// An optional key for a `RawRepresentable` (such as an enum), stored as its raw
+    /// value: nil when absent; setting nil removes it.
+    @_disfavoredOverload
+    public init<Wrapped: RawRepresentable>(_ name: String) where Value == Wrapped?, Wrapped.RawValue: SuiteStorable {
+        self.name = name
+        self.makeDefault = { nil }
+        self.encode = { $0?.rawValue.suiteValue }
+        self.decode = { Wrapped.RawValue(suiteValue: $0).flatMap(Wrapped.init(rawValue:)).map { .some($0) } }
+    }
+
+    /// An optional key for any `Codable` value, stored as JSON: nil when absent;
+    /// setting nil removes it (rather than storing JSON `null`).
+    public init<Wrapped: Codable & Sendable>(codable name: String) where Value == Wrapped? {
+        self.name = name
+        self.makeDefault = { nil }
+        self.encode = { try $0.map { .json(try SuiteValue.encodeJSON($0, key: name)) } }
+        self.decode = { SuiteValue.decodeJSON(Wrapped.self, from: $0).map { .some($0) } }
     }
 
     /// The stored value decoded, or nil when absent; `isInvalid` when something is
@@ -65,19 +107,25 @@ public struct SuiteKey<Value: Sendable>: Sendable {
 }
 
 extension SuiteReadable {
-    /// The stored value of `key`, or its default when nothing valid is stored. The
-    /// default is not stored.
+    /// The stored value of `key`; when nothing valid is stored, the default registered
+    /// for its name, else its own default. No default is stored.
     public func value<Value>(for key: SuiteKey<Value>) -> Value {
-        read(key).value ?? key.defaultValue
+        read(key).value ?? fallback(for: key)
     }
 
     func read<Value>(_ key: SuiteKey<Value>) -> (value: Value?, isInvalid: Bool) {
         key.read(storedValue(forKey: key.name))
     }
+
+    /// What `key` reads as when nothing valid is stored: the registered default, if
+    /// it is a valid `Value`, else the key's own default.
+    func fallback<Value>(for key: SuiteKey<Value>) -> Value {
+        registeredDefault(forKey: key.name).flatMap(key.decode) ?? key.defaultValue
+    }
 }
 
 extension SuiteWritable {
-    /// Stores `value` for `key`.
+    /// Stores `value` for `key`; for an optional key, nil removes the value.
     public func set<Value>(_ value: Value, for key: SuiteKey<Value>) throws {
         try setValue(try key.encode(value), forKey: key.name)
     }
@@ -89,8 +137,9 @@ extension SuiteWritable {
 }
 
 extension Suite {
-    /// The stored value of `key`; when nothing valid is stored, its default, stored
-    /// first, atomically across processes: the first process to get here stores the
+    /// The stored value of `key`; when nothing valid is stored, its default (the one
+    /// registered for its name in this process, else the key's own), stored first,
+    /// atomically across processes: the first process to get here stores its
     /// default, and every process returns the value actually stored. A choice stored
     /// by another process in the meantime is never overwritten.
     ///
@@ -104,7 +153,7 @@ extension Suite {
             let stored = transaction.storedValue(forKey: key.name)
             if let value = key.read(stored).value { return value }
             replacedInvalid = stored
-            let value = key.defaultValue
+            let value = transaction.fallback(for: key)
             try transaction.setValue(try key.encode(value), forKey: key.name)
             return value
         }
@@ -130,14 +179,15 @@ extension Suite {
                 // Nothing valid is stored. Storing the default commits a change that comes
                 // here in turn (as would a value another process stored meanwhile).
                 if storingDefault, (try? valueStoringDefault(for: key)) != nil { return }
-                output.offer(key.defaultValue)
+                output.offer(fallback(for: key))
             }
             // With nothing stored, no current value came: start from the default.
             if storedValue(forKey: key.name) == nil {
                 if storingDefault {
                     try valueStoringDefault(for: key)
                 } else {
-                    ObserverHub.of(store).enqueue { output.offer(key.defaultValue) }
+                    let fallback = fallback(for: key)
+                    ObserverHub.of(store).enqueue { output.offer(fallback) }
                 }
             }
             return token

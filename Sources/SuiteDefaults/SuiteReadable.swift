@@ -56,14 +56,18 @@ extension SuiteReadable {
         value([String: SuiteValue].self, forKey: key)
     }
 
-    /// Decodes a value stored with `set(encodable:forKey:)`.
+    /// Decodes a value stored with `set(encodable:forKey:)`, or JSON stored as `Data`
+    /// (as most `UserDefaults` code stores Codable values).
     ///
     /// - Returns: nil when nothing is stored for `key`.
-    /// - Throws: `SuiteError` with code `.typeMismatch` when the stored value is not
-    ///   encoded JSON, or does not decode as `type`.
+    /// - Throws: `SuiteError` with code `.typeMismatch` when the stored value is
+    ///   neither encoded JSON nor data, or does not decode as `type`.
     public func decodable<T: Decodable>(_ type: T.Type, forKey key: String) throws -> T? {
         guard let stored = value(forKey: key) else { return nil }
-        guard case .json(let json) = stored else {
+        let json: Data
+        switch stored {
+        case .json(let data), .data(let data): json = data
+        default:
             throw SuiteError(.typeMismatch, key: key,
                              message: "The value is a \(stored.typeName), not an encoded \(T.self); it was not written with set(encodable:forKey:).")
         }

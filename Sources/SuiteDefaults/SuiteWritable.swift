@@ -38,6 +38,15 @@ extension SuiteWritable {
 }
 
 extension SuiteValue {
+    /// `type` decoded from encoded JSON, or from JSON stored as data; nil for any
+    /// other value, or JSON that does not decode as `type`.
+    static func decodeJSON<T: Decodable>(_ type: T.Type, from stored: SuiteValue) -> T? {
+        switch stored {
+        case .json(let data), .data(let data): try? JSONDecoder().decode(T.self, from: data)
+        default: nil
+        }
+    }
+
     /// The JSON text that `set(encodable:forKey:)` stores: keys sorted, so that equal
     /// values encode to equal bytes and compare equal.
     static func encodeJSON<T: Encodable>(_ value: T, key: String) throws -> Data {

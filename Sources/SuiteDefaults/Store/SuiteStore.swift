@@ -13,7 +13,8 @@ final class SuiteStore: Sendable {
     let directoryPath: String
     private let sharing: Suite.Sharing
     private let state: Locked<StoreState>
-    private let defaults = Locked<[String: SuiteValue]>([:])
+    /// This suite's registered defaults: the process's, shared with every store of it.
+    private let defaults: RegisteredDefaults
     /// The thread inside an `update` block, to catch a block that calls back into
     /// the suite (which would deadlock) with a clear message; and the fork epoch it
     /// was in, since a forked child's new threads may reuse a parent's thread ID.
@@ -27,6 +28,7 @@ final class SuiteStore: Sendable {
         self.name = name
         self.directoryPath = directory.path
         self.sharing = sharing
+        self.defaults = RegisteredDefaults.of(suite: name, directoryPath: directory.path)
         self.state = Locked(try StoreState(files: SuiteFiles(suite: name, directory: directory, sharing: sharing)))
         // Read the suite now, so that a foreign or unreadable file fails the open.
         try refresh(lockTimeout: lockTimeout)
@@ -225,15 +227,15 @@ final class SuiteStore: Sendable {
     // MARK: Registered defaults
 
     func register(_ values: [String: SuiteValue]) {
-        defaults.withLock { $0.merge(values) { _, new in new } }
+        defaults.register(values)
     }
 
     func registeredDefault(forKey key: String) -> SuiteValue? {
-        defaults.withLock { $0[key] }
+        defaults[key]
     }
 
     var registeredDefaults: [String: SuiteValue] {
-        defaults.withLock { $0 }
+        defaults.all
     }
 
     // MARK: Writing
