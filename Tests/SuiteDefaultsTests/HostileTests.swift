@@ -506,7 +506,8 @@ struct HostileTests {
             called.signal()
         }, onChange: { _ in })
         token.withLock { $0 = observation }
-        try Data("not a suite file, just text".utf8).write(to: place.appendingPathComponent("bad.suite"))
+        // Whole at once: a file seen while still empty would be taken for a suite's.
+        try Data("not a suite file, just text".utf8).write(to: place.appendingPathComponent("bad.suite"), options: .atomic)
         #expect(called.wait(timeout: .now() + 30) == .success, "onError ran and its cancel returned")
     }
 
@@ -522,7 +523,8 @@ struct HostileTests {
             }
             return nil
         }
-        try Data("not a suite file, just text".utf8).write(to: place.appendingPathComponent("bad.suite"))
+        // Whole at once: a file seen while still empty would be taken for a suite's.
+        try Data("not a suite file, just text".utf8).write(to: place.appendingPathComponent("bad.suite"), options: .atomic)
         let deadline = Task {
             try? await Task.sleep(for: .seconds(60))
             loop.cancel()
