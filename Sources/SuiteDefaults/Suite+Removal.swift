@@ -74,16 +74,7 @@ private struct SuiteRemoval {
             throw files.error(error, doing: "list the suite directory")
         }
         let data = names.contains(files.dataName) ? [files.dataName] : []
-        return data + names.filter(isTemporary).sorted() + files.historyFiles().map(\.name)
-    }
-
-    /// `NAME.suite.tmp.PID.HEX` exactly, so that no other suite's file matches (the
-    /// suite "a.suite.tmp.x" has files that start with "a.suite.tmp." too).
-    private func isTemporary(_ name: String) -> Bool {
-        guard name.hasPrefix(files.temporaryPrefix) else { return false }
-        let parts = name.dropFirst(files.temporaryPrefix.count).split(separator: ".", omittingEmptySubsequences: false)
-        return parts.count == 2 && !parts[0].isEmpty && parts[0].allSatisfy(\.isASCIIDigit)
-            && !parts[1].isEmpty && parts[1].allSatisfy(\.isHexDigit) && parts[1].allSatisfy(\.isASCII)
+        return data + names.filter(files.isTemporaryFile).sorted() + files.historyFiles().map(\.name)
     }
 
     /// Refuses a data file that is not this library's, before anything is removed.
@@ -179,6 +170,18 @@ private struct SuiteRemoval {
         let waited = options.lockTimeout ?? .zero
         return SuiteError(.lockTimeout, suite: files.suite, path: files.lockPath, lockHolder: holders.first,
                           message: "Waited \(waited) for the suite's exclusive lock, which \(who) holds, to remove the suite's files; it may be stopped or stuck, or in a long transaction. Nothing was removed. Try again once it lets go.")
+    }
+}
+
+extension SuiteFiles {
+    /// Whether `name` is one of this suite's temporary files, `NAME.suite.tmp.PID.HEX`
+    /// exactly: a prefix alone is not enough, since the files of the suite
+    /// "NAME.suite.tmp.x" start with `NAME.suite.tmp.` too.
+    func isTemporaryFile(_ name: String) -> Bool {
+        guard name.hasPrefix(temporaryPrefix) else { return false }
+        let parts = name.dropFirst(temporaryPrefix.count).split(separator: ".", omittingEmptySubsequences: false)
+        return parts.count == 2 && !parts[0].isEmpty && parts[0].allSatisfy(\.isASCIIDigit)
+            && !parts[1].isEmpty && parts[1].allSatisfy { $0.isASCII && $0.isHexDigit }
     }
 }
 

@@ -456,7 +456,8 @@ func run(_ invocation: Invocation) throws {
             }
             guard !matches.isEmpty else { continue }
             found += matches.count
-            print("Found \(matches.count) key\(matches.count == 1 ? "" : "s") in domain '\(name)': {")
+            // "keys" also for one, as macOS prints it, for scripts that look for the line.
+            print("Found \(matches.count) keys in domain '\(name)': {")
             for line in lines(matches) { print("    " + line) }
             print("}")
         }

@@ -223,13 +223,13 @@ struct DefaultsVerbsToolTests {
         let found = try run("find", "world")
         #expect(found.status == .exited(0), "\(found.errors)")
         #expect(found.lines == [
-            "Found 1 key in domain 'alpha': {", #"    greeting = "Hello World" (string)"#, "}",
-            "Found 1 key in domain 'beta': {", #"    list = ["x","WORLDWIDE"] (array)"#, "}",
+            "Found 1 keys in domain 'alpha': {", #"    greeting = "Hello World" (string)"#, "}",
+            "Found 1 keys in domain 'beta': {", #"    list = ["x","WORLDWIDE"] (array)"#, "}",
             "Found 2 keys in domain 'worldly': {", #"    j = "w" (string)"#, #"    k = "v" (string)"#, "}",
         ])
-        #expect(try run("find", "42").lines == ["Found 1 key in domain 'alpha': {", "    answer = 42 (integer)", "}"])
-        #expect(try run("find", "BCD").lines == ["Found 1 key in domain 'beta': {", "    blob = <abcd> (data)", "}"], "data as hex")
-        #expect(try run("find", "ANSW").lines.first == "Found 1 key in domain 'alpha': {", "keys too")
+        #expect(try run("find", "42").lines == ["Found 1 keys in domain 'alpha': {", "    answer = 42 (integer)", "}"])
+        #expect(try run("find", "BCD").lines == ["Found 1 keys in domain 'beta': {", "    blob = <abcd> (data)", "}"], "data as hex")
+        #expect(try run("find", "ANSW").lines.first == "Found 1 keys in domain 'alpha': {", "keys too")
 
         let none = try run("find", "zebra")
         #expect(none.status == .exited(1) && none.lines.isEmpty)
@@ -241,7 +241,7 @@ struct DefaultsVerbsToolTests {
         let partly = try run("find", "hello")
         #expect(partly.status == .exited(3))
         #expect(partly.errors.contains("broken"), "\(partly.errors)")
-        #expect(partly.lines == ["Found 1 key in domain 'alpha': {", #"    greeting = "Hello World" (string)"#, "}"])
+        #expect(partly.lines == ["Found 1 keys in domain 'alpha': {", #"    greeting = "Hello World" (string)"#, "}"])
     }
 
     @Test func domainsIsList() throws {
