@@ -112,27 +112,31 @@ private struct SuiteRemoval {
                                  message: "This process may only read the suite's lock file, so it cannot tell the suite's other users of the removal; nothing was removed.")
             }
             let header = try StoreState.mapHeader(of: lock.descriptor, size: lock.size, writable: true, files: files)
-            let point = LockWait.Point(page: header?.page, seen: header?.releaseCount.load() ?? 0)
-            let locked: Bool
-            do {
-                locked = try lock.descriptor.tryLock(.exclusive, path: files.lockPath)
-            } catch {
-                throw files.error(error, doing: "lock the suite")
-            }
-            guard locked else {
+            while true {
+                let point = LockWait.Point(page: header?.page, seen: header?.releaseCount.load() ?? 0)
+                do {
+                    if try lock.descriptor.tryLock(.exclusive, path: files.lockPath) { break }
+                } catch {
+                    throw files.error(error, doing: "lock the suite")
+                }
                 guard wait.pause(after: point) else { throw timeoutError(lock.descriptor) }
-                continue
             }
-            defer { release(lock.descriptor, header: header) }
+            var removed: [String] = []
+            defer {
+                // Tells every process that has the suite open, even after a failure half-way:
+                // its cache is stale now, and under the lock it finds that the lock file
+                // has no name and moves on.
+                if !removed.isEmpty, let header, !header.page.wasCutShort { header.publish(generation: header.generation &+ 2) }
+                release(lock.descriptor, header: header)
+            }
             // Another removal took the name away while this one waited: lock the new file.
             guard (try? lock.descriptor.status(path: files.lockPath))?.linkCount ?? 0 > 0 else { continue }
             // Checked again under the lock: a file may have been put there meanwhile.
             try checkDataFile()
-            var removed: [String] = []
             for name in try dataAndLeftoverNames() + [files.lockName] {
                 do {
                     try files.directory.removeFile(name)
-                    if name != files.lockName || lockExisted { removed.append(name) }
+                    removed.append(name)
                 } catch let failure as SystemCallError where failure.code == .noSuchFileOrDirectory {
                     continue
                 } catch {
@@ -140,9 +144,6 @@ private struct SuiteRemoval {
                     throw SuiteError(files.error(error, doing: "remove \(name)"), adding: left)
                 }
             }
-            // Tells every process that has the suite open: its cache is stale now, and
-            // under the lock it finds the lock file without a name and moves on.
-            if let header, !header.page.wasCutShort { header.publish(generation: header.generation &+ 2) }
             if options.durability == .durable {
                 do {
                     try files.directory.synchronize()
@@ -150,7 +151,7 @@ private struct SuiteRemoval {
                     throw files.error(error, doing: "sync the suite directory after removing the suite")
                 }
             }
-            return removed
+            return lockExisted ? removed : removed.filter { $0 != files.lockName }
         }
     }
 
