@@ -20,6 +20,12 @@ struct CommandLineToolTests {
     /// Runs `suite-defaults --dir DIR ARGUMENTS` to its end.
     @discardableResult
     func run(_ arguments: String..., input: String? = nil) throws -> ProgramRun {
+        try run(arguments, input: input)
+    }
+
+    /// Runs `suite-defaults --dir DIR ARGUMENTS` to its end.
+    @discardableResult
+    func run(_ arguments: [String], input: String? = nil) throws -> ProgramRun {
         try TestSupport.run(program: "suite-defaults", ["--dir", directory.path] + arguments, input: input)
     }
 
@@ -37,10 +43,15 @@ struct CommandLineToolTests {
 
     @Test func helpWordsAfterTheCommandAreValuesNotHelp() throws {
         #expect(try run("write", "group.x", "flag", "-h").status == .exited(0))
-        #expect(try run("write", "group.x", "--help", "--string", "--help").status == .exited(0))
+        #expect(try run("write", "group.x", "help", "--string", "--help").status == .exited(0))
+        #expect(try run("write", "group.x", "list", "-array", "-h", "--help").status == .exited(0))
         let suite = try Suite(named: "group.x", directory: directory.url)
         #expect(suite.string(forKey: "flag") == "-h")
-        #expect(suite.string(forKey: "--help") == "--help")
+        #expect(suite.string(forKey: "help") == "--help")
+        #expect(suite.array(forKey: "list") == ["-h", "--help"])
+        // A KEY that starts with "-" is refused now, --help among them, rather than stored.
+        #expect(try run("write", "group.x", "--help", "--string", "--help").status == .exited(2))
+        #expect(suite.storedValue(forKey: "--help") == nil)
         #expect(try run("read", "group.x", "flag").lines == ["-h"])
         let help = try run("--help")
         #expect(help.status == .exited(0) && help.lines.first?.hasPrefix("usage: suite-defaults") == true)
@@ -52,7 +63,7 @@ struct CommandLineToolTests {
         #expect(try run("write", "group.x", "ratio", "-float", "0.25").status == .exited(0))
         #expect(try run("write", "group.x", "on", "--bool", "yes").status == .exited(0))
         #expect(try run("write", "group.x", "when", "--date", "2026-11-22T10:15:00Z").status == .exited(0))
-        #expect(try run("write", "group.x", "blob", "--data", "AAEC/w==").status == .exited(0))
+        #expect(try run("write", "group.x", "blob", "--base64", "AAEC/w==").status == .exited(0))
         #expect(try run("write", "group.x", "list", "--json", "[1, \"two\"]").status == .exited(0))
 
         #expect(try run("read", "group.x", "units.system").lines == ["imperial"])
@@ -60,7 +71,7 @@ struct CommandLineToolTests {
         #expect(try run("read", "group.x", "ratio").lines == ["0.25"])
         #expect(try run("read", "group.x", "on").lines == ["true"])
         #expect(try run("read", "group.x", "when").lines == ["2026-11-22T10:15:00Z"])
-        #expect(try run("read", "group.x", "blob").lines == ["AAEC/w=="])
+        #expect(try run("read", "group.x", "blob").lines == ["000102ff"], "data reads as the hex digits -data takes")
         #expect(try run("read", "group.x", "list").lines == ["[", "  1,", "  \"two\"", "]"])
 
         // What the command wrote, the library reads, with the same types.
@@ -86,7 +97,9 @@ struct CommandLineToolTests {
         #expect(try run("delete", "a.suite", "k").status == .exited(1))
         try run("write", "b.suite", "j", "w")
         #expect(try run("delete", "b.suite").status == .exited(0))
-        #expect(try run("read", "b.suite").lines == ["{}"])
+        #expect(try run("read", "b.suite").status == .exited(1), "delete SUITE removes the suite, not just its keys")
+        #expect(try run("list").lines == ["a.suite"])
+        #expect(try run("delete", "b.suite").status == .exited(1))
     }
 
     @Test func usageErrorsExitWithStatusTwo() throws {
@@ -185,23 +198,42 @@ struct CommandLineToolTests {
         #expect(try run("read", "real", "k").lines == ["kept"], "nothing reached the link's target")
     }
 
-    @Test func aSuiteNameThatLooksLikeAnOptionNeedsDoubleDash() throws {
+    @Test func aSuiteNameOrKeyThatLooksLikeAnOptionIsAUsageError() throws {
         let global = try run("write", "-g", "k", "v")
         #expect(global.status == .exited(2))
-        #expect(global.errors.contains("put -- before a suite name"), "\(global.errors)")
-        #expect(directory.names().isEmpty, "no suite -g was created")
-        #expect(try run("read", "-g").status == .exited(2))
+        #expect(global.errors.contains("a SUITE never starts with \"-\""), "\(global.errors)")
+        #expect(global.errors.contains("global domain"), "\(global.errors)")
+        // Not after --, either: a name that starts with "-" is never a suite.
+        for arguments in [["read", "-g"], ["write", "--", "-odd", "k", "v"], ["--", "write", "-odd", "n", "--int", "-5"],
+                          ["write", "-globalDomain", "k", "v"], ["delete", "-g"], ["export", "-x"], ["import", "-x", "-"],
+                          ["rename", "-x", "a", "b"], ["read-type", "-x", "k"]] {
+            let outcome = try run(arguments)
+            #expect(outcome.status == .exited(2), "\(arguments): \(outcome.errors)")
+            #expect(outcome.errors.contains("never starts with \"-\""), "\(arguments): \(outcome.errors)")
+        }
+        #expect(directory.names().isEmpty, "no suite -g or -odd was created")
 
-        #expect(try run("write", "--", "-odd", "k", "v").status == .exited(0))
-        #expect(try run("--", "write", "-odd", "n", "--int", "-5").status == .exited(0))
-        #expect(try run("read", "--", "-odd", "n").lines == ["-5"])
-        #expect(try Suite(named: "-odd", directory: directory.url).storedValues() == ["k": "v", "n": -5])
+        try run("write", "s", "k", "v")
+        let files = directory.names()
+        for arguments in [["write", "s", "-k", "v"], ["write", "s", "--", "-k", "v"], ["read", "s", "-k"], ["delete", "s", "-k"],
+                          ["rename", "s", "k", "-new"], ["rename", "s", "-old", "k"], ["read-type", "s", "-k"],
+                          ["write", "s", "-int", "5"]] {
+            let outcome = try run(arguments)
+            #expect(outcome.status == .exited(2), "\(arguments): \(outcome.errors)")
+            #expect(outcome.errors.contains("a KEY never starts with \"-\""), "\(arguments): \(outcome.errors)")
+        }
+        #expect(directory.names() == files)
+        #expect(try Suite(named: "s", directory: directory.url).storedValues() == ["k": "v"], "nothing was changed")
+        // A VALUE may start with "-".
+        #expect(try run("write", "s", "n", "-int", "-5").status == .exited(0))
+        #expect(try run("write", "s", "dash", "-g").status == .exited(0))
+        #expect(try Suite(named: "s", directory: directory.url).storedValues() == ["k": "v", "n": -5, "dash": "-g"])
     }
 
     @Test func dataMustBeStrictBase64() throws {
         // "====" decoded to one zero byte and "AAEC/w===" to four bytes before.
         for text in ["deadbeef!", "abc", "====", "AAEC/w===", "AA==AA==", "AAEC/w"] {
-            let outcome = try run("write", "s", "blob", "--data", text)
+            let outcome = try run("write", "s", "blob", "--base64", text)
             #expect(outcome.status == .exited(2), "\(text): \(outcome.errors)")
             #expect(outcome.errors.contains("base64"), "\(text): \(outcome.errors)")
         }
