@@ -340,8 +340,22 @@ struct SuiteFiles {
     /// Only called under the exclusive lock, when no compaction can be in progress.
     func removeStaleTemporaryFiles() {
         guard let names = try? directory.names() else { return }
-        for name in names where name.hasPrefix(temporaryPrefix) {
+        for name in names where isTemporaryFile(name) {
             try? directory.removeFile(name)
         }
     }
+
+    /// Whether `name` is one of this suite's temporary files, `NAME.suite.tmp.PID.HEX`
+    /// exactly: a prefix alone is not enough, since the files of the suite
+    /// "NAME.suite.tmp.x" start with `NAME.suite.tmp.` too.
+    func isTemporaryFile(_ name: String) -> Bool {
+        guard name.hasPrefix(temporaryPrefix) else { return false }
+        let parts = name.dropFirst(temporaryPrefix.count).split(separator: ".", omittingEmptySubsequences: false)
+        return parts.count == 2 && !parts[0].isEmpty && parts[0].allSatisfy(\.isASCIIDigit)
+            && !parts[1].isEmpty && parts[1].allSatisfy { $0.isASCII && $0.isHexDigit }
+    }
+}
+
+private extension Character {
+    var isASCIIDigit: Bool { isASCII && isNumber }
 }
