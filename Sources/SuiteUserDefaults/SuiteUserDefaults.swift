@@ -195,9 +195,13 @@ open class SuiteUserDefaults: UserDefaults {
         try store(stored, forKey: defaultName)
     }
 
+    /// Stores an integer.
     open override func set(_ value: Int, forKey defaultName: String) { report { try store(.integer(value), forKey: defaultName) } }
+    /// Stores a double; NaN and infinities are refused (reported, nothing stored).
     open override func set(_ value: Double, forKey defaultName: String) { report { try store(.double(value), forKey: defaultName) } }
+    /// Stores a float, as a double (exactly); NaN and infinities are refused.
     open override func set(_ value: Float, forKey defaultName: String) { report { try store(.double(Double(value)), forKey: defaultName) } }
+    /// Stores a Boolean, which stays one (never the integer 1 or 0).
     open override func set(_ value: Bool, forKey defaultName: String) { report { try store(.bool(value), forKey: defaultName) } }
 
     /// Stores a URL as text: a file URL as its path, any other URL as its absolute
@@ -206,6 +210,7 @@ open class SuiteUserDefaults: UserDefaults {
         report { try store(url?.suiteValue, forKey: defaultName) }
     }
 
+    /// Removes the stored value, so that reads return the registered default, if any.
     open override func removeObject(forKey defaultName: String) {
         report { try store(nil, forKey: defaultName) }
     }
