@@ -11,6 +11,8 @@ let package = Package(
         .executable(name: "suite-watch", targets: ["suite-watch"]),
         .executable(name: "suite-stress", targets: ["suite-stress"]),
         .executable(name: "suite-bench", targets: ["suite-bench"]),
+        // SuiteUserDefaults: Foundation's UserDefaults backed by a suite (issue #13 A).
+        .library(name: "SuiteUserDefaults", targets: ["SuiteUserDefaults"]),
     ],
     targets: [
         // The few things Swift cannot reach directly: atomics on shared memory and
@@ -35,6 +37,10 @@ let package = Package(
         // The jobs worker processes do on a store, this library's suite or Foundation's
         // UserDefaults, for suite-stress, suite-bench and the test worker.
         .target(name: "WorkerRoles", dependencies: ["SuiteDefaults", "UnitPreferences", "ToolSupport"]),
+
+        // SuiteUserDefaults: a drop-in subclass of Foundation's UserDefaults, backed by a
+        // suite, in its own module so that the core stays small.
+        .target(name: "SuiteUserDefaults", dependencies: ["SuiteDefaults"]),
 
         // A `defaults`-style command-line tool over the library.
         .executableTarget(name: "suite-defaults", dependencies: ["SuiteDefaults", "ToolSupport"]),
@@ -66,6 +72,9 @@ let package = Package(
             path: "Examples/suite-demo"
         ),
 
+        // SuiteUserDefaults: the seed article's App Group code, ported by changing one type name.
+        .executableTarget(name: "seed-port", dependencies: ["SuiteUserDefaults"], path: "Examples/seed-port"),
+
         // The worker that multi-process tests spawn as real child processes.
         .executableTarget(
             name: "suite-test-worker",
@@ -92,6 +101,11 @@ let package = Package(
             name: "ExamplesTests",
             dependencies: ["ChildProcess", "TestSupport", "SuiteDefaults", "UnitPreferences", "FitnessShared",
                            "fitness-app", "distance-widget", "weight-widget", "price-ticker", "suite-demo"]
+        ),
+        // SuiteUserDefaults: Foundation's UserDefaults behaviours, case by case, and the seed port's processes.
+        .testTarget(
+            name: "SuiteUserDefaultsTests",
+            dependencies: ["SuiteUserDefaults", "SuiteDefaults", "ChildProcess", "TestSupport", "seed-port"]
         ),
     ],
     swiftLanguageModes: [.v6]
