@@ -276,77 +276,6 @@ open class SuiteUserDefaults: UserDefaults {
         name.precomposedStringWithCanonicalMapping == suite.name
     }
 
-    // MARK: Atomic first access
-
-    /// Stores `value` only if nothing is stored for the key, atomically across
-    /// processes: the one-line replacement of "if absent, set".
-    ///
-    /// `value` is evaluated only when the key is absent, under the suite's lock.
-    /// Registered defaults do not count as stored.
-    ///
-    /// - Returns: the value stored after the call (the one found, or `value`), as
-    ///   `object(forKey:)` returns it; nil when the write failed (reported as by
-    ///   `set(_:forKey:)`).
-    @discardableResult
-    public func setIfAbsent(_ value: @autoclosure () -> Any, forKey defaultName: String) -> Any? {
-        let outcome = report { () throws -> (SuiteValue, Bool) in
-            try firstAccess(forKey: defaultName, accepting: { _ in true }, make: { () throws(SuiteError) -> SuiteValue in
-                try PropertyListBridge.suiteValue(from: value(), key: defaultName)
-            })
-        }
-        return outcome.map { PropertyListBridge.object(from: $0.0) }
-    }
-
-    /// Returns the `T` stored for the key; when nothing is stored, or what is stored
-    /// is no valid `T`, stores `value` and returns it, all in one step under the
-    /// suite's lock, so every process returns the same value.
-    ///
-    /// ```swift
-    /// // was: defaults.set(detected.rawValue, forKey: "unitSystem"); return detected
-    /// return defaults.setIfAbsent(detected, forKey: "unitSystem")
-    /// ```
-    ///
-    /// - Returns: the stored value; `value` itself when the write failed (reported as
-    ///   by `set(_:forKey:)`).
-    @discardableResult
-    public func setIfAbsent<T: RawRepresentable>(_ value: @autoclosure () -> T, forKey defaultName: String) -> T
-    where T.RawValue: SuiteStorable {
-        let decode = { (stored: SuiteValue) in T.RawValue(suiteValue: stored).flatMap(T.init(rawValue:)) }
-        var made: T?
-        let outcome = report { () throws -> (SuiteValue, Bool) in
-            try firstAccess(forKey: defaultName, accepting: { decode($0) != nil }, make: {
-                let new = value()
-                made = new
-                return new.rawValue.suiteValue
-            })
-        }
-        if let outcome, let typed = decode(outcome.0) { return typed }
-        return made ?? value()
-    }
-
-    /// The stored value if `accepting` takes it; else `make()`'s, stored. Returns the
-    /// value and whether it was stored.
-    private func firstAccess(forKey key: String, accepting: (SuiteValue) -> Bool,
-                             make: () throws(SuiteError) -> SuiteValue) throws(SuiteError) -> (SuiteValue, Bool) {
-        if let stored = suite.storedValue(forKey: key), accepting(stored) { return (stored, false) }
-        let outcome: (SuiteValue, Bool)
-        do {
-            outcome = try suite.update { transaction -> (SuiteValue, Bool) in
-                if let stored = transaction.storedValue(forKey: key), accepting(stored) { return (stored, false) }
-                let new = try make()
-                try transaction.setValue(new, forKey: key)
-                return (new, true)
-            }
-        } catch let error as SuiteError {
-            throw SuiteError(error.code, suite: suite.name, key: error.key ?? key, path: error.path, errno: error.errno,
-                             lockHolder: error.lockHolder, message: error.message)
-        } catch {
-            throw SuiteError(.ioFailure, suite: suite.name, key: key, message: "\(error)")
-        }
-        if outcome.1 { postOwnChange() }
-        return outcome
-    }
-
     // MARK: Internals
 
     private func store(_ value: SuiteValue?, forKey key: String) throws(SuiteError) {
@@ -362,7 +291,7 @@ open class SuiteUserDefaults: UserDefaults {
 
     /// Runs `body`; a failure is reported, and gives nil.
     @discardableResult
-    private func report<R>(_ body: () throws -> R) -> R? {
+    func report<R>(_ body: () throws -> R) -> R? {
         do { return try body() } catch let error as SuiteError {
             reportFailure(SuiteError(error.code, suite: error.suite ?? suite.name, key: error.key, path: error.path,
                                      errno: error.errno, lockHolder: error.lockHolder, message: error.message))
@@ -382,7 +311,7 @@ open class SuiteUserDefaults: UserDefaults {
         FileHandle.standardError.write(Data("SuiteUserDefaults: \(message)\n".utf8))
     }
 
-    private func postOwnChange() {
+    func postOwnChange() {
         NotificationCenter.default.post(name: UserDefaults.didChangeNotification, object: self)
     }
 
