@@ -1,6 +1,6 @@
 import Synchronization
 
-/// Points inside a commit where a test can stop a writer, to kill it there.
+/// Points inside a commit (or a wait, or a removal) where a test can stop a process.
 ///
 /// For tests of crash safety only: a worker process arms a point with a handler
 /// that reports where it is and then waits to be killed with SIGKILL. When nothing
@@ -20,6 +20,9 @@ public enum SuiteFaultInjection {
         case compactionRenamed
         /// The suite's lock found held by another process: the wait for it begins.
         case waitingForLock
+        /// A removal of the suite's files (`Suite.removeFiles`) took the data file's
+        /// name away, holding the lock.
+        case suiteFileRemoved
     }
 
     private static let armed = Atomic<Int>(0)

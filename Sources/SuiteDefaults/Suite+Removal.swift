@@ -133,10 +133,15 @@ private struct SuiteRemoval {
             guard (try? lock.descriptor.status(path: files.lockPath))?.linkCount ?? 0 > 0 else { continue }
             // Checked again under the lock: a file may have been put there meanwhile.
             try checkDataFile()
+            // Stale before the first name goes: the removal's inotify event sends the
+            // observers to catch up, and they must find their state out of date, wait
+            // for this lock, and read the outcome (not take the fresh path and miss it).
+            if let header, !header.page.wasCutShort { header.publish(generation: header.generation &+ 2) }
             for name in try dataAndLeftoverNames() + [files.lockName] {
                 do {
                     try files.directory.removeFile(name)
                     removed.append(name)
+                    if name == files.dataName { SuiteFaultInjection.reach(.suiteFileRemoved) }
                 } catch let failure as SystemCallError where failure.code == .noSuchFileOrDirectory {
                     continue
                 } catch {

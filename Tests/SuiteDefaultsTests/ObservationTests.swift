@@ -104,6 +104,35 @@ struct ObservationTests {
         #expect(error?.code == .notFound, "\(String(describing: error))")
     }
 
+    @Test func aRemovalOfTheSuitesFilesReachesItsObserversByItself() throws {
+        let suite = try open("removed")
+        try suite.set(1, forKey: "k")
+        let recorder = ChangeRecorder()
+        let token = try suite.observe(onChange: recorder.handler)
+        defer { token.cancel() }
+        // Holds the removal after the data file's name went, its lock still held, until
+        // the observers' catch-up has found its state stale and waits for that lock.
+        let removedName = DispatchSemaphore(value: 0), observerWaits = DispatchSemaphore(value: 0)
+        let proceed = DispatchSemaphore(value: 0)
+        let holding = Locked(true)
+        SuiteFaultInjection.arm(.suiteFileRemoved) { _ in
+            guard holding.withLock({ $0 }) else { return }
+            removedName.signal()
+            _ = proceed.wait(timeout: .now() + 60)
+        }
+        SuiteFaultInjection.arm(.waitingForLock) { _ in
+            if holding.withLock({ $0 }) { observerWaits.signal() }
+        }
+        let remover = Thread { _ = try? Suite.removeFiles(named: "removed", directory: directory.url) }
+        remover.start()
+        #expect(removedName.wait(timeout: .now() + 30) == .success)
+        let waited = observerWaits.wait(timeout: .now() + 30) == .success
+        #expect(waited, "the observers' catch-up found its state stale and waited for the removal")
+        holding.withLock { $0 = false }
+        proceed.signal()
+        #expect(recorder.wait { $0.contains { $0.key == "k" && $0.newValue == nil } }, "\(recorder.changes)")
+    }
+
     @Test func laterObserversMissEarlierChangesUnlessTheyAskForCurrentValues() throws {
         let suite = try open()
         try suite.set(1, forKey: "a")

@@ -306,6 +306,23 @@ struct DefaultsVerbsToolTests {
         #expect(directory.names().isEmpty)
     }
 
+    /// Every removal reaches an observer by itself, with no later commit to carry it.
+    @Test func everyDeleteReachesAnObserverAtOnce() throws {
+        let open = try suite("again")
+        let recorder = ChangeRecorder()
+        let observation = try open.observe(onChange: recorder.handler)
+        defer { observation.cancel() }
+        for round in 1...5 {
+            try open.set(round, forKey: "k\(round)")
+            #expect(recorder.wait(for: "k\(round)", toBecome: .integer(round)))
+            #expect(try run("delete", "again").status == .exited(0))
+            let heard = recorder.wait(timeout: .seconds(20)) { changes in
+                changes.contains { $0.key == "k\(round)" && $0.newValue == nil }
+            }
+            #expect(heard, "round \(round): the removal was heard: \(recorder.changes.suffix(3))")
+        }
+    }
+
     /// A process that has the suite open (this one) is not waited for: it sees the
     /// suite empty, hears the keys go, and a write of its own makes the suite again.
     @Test func aProcessThatHasTheSuiteOpenSeesItEmptyAfterDelete() throws {
