@@ -115,8 +115,23 @@ public final class Suite: SuiteWritable, Sendable {
     /// only, for as long as it runs, for every `Suite` instance of this suite (the
     /// same name in the same directory), also those opened later, as with
     /// `UserDefaults.register(defaults:)`.
+    ///
+    /// A key or value that a write would refuse is left out, with a `refusedDefault`
+    /// diagnostic: what is registered can always be stored.
     public func register(defaults: [String: SuiteValue]) {
-        store.register(defaults)
+        var accepted: [String: SuiteValue] = [:]
+        for (key, value) in defaults {
+            do {
+                if case .set(let key, let value, _) = try Operation.validated(value, forKey: key, suite: name,
+                                                                               maximumValueSize: options.maximumValueSize) {
+                    accepted[key] = value
+                }
+            } catch {
+                SuiteDiagnostics.report(SuiteDiagnostic(kind: .refusedDefault, suite: name, directory: directoryPath,
+                                                        message: "The default for \(key) was not registered: \(error)"))
+            }
+        }
+        store.register(accepted)
     }
 
     /// Reads the latest state now, throwing what a read would only report as a

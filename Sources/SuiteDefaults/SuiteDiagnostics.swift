@@ -18,6 +18,9 @@ public struct SuiteDiagnostic: Sendable, CustomStringConvertible {
         case refreshFailed
         /// A stored value was not valid for its key's type and was treated as absent.
         case invalidStoredValue
+        /// A default given to `register(defaults:)` was left out: its key or value is
+        /// one a write would refuse (an empty key, NaN, nesting too deep, too large).
+        case refusedDefault
         /// The shared header in the lock file was set up again from the data file,
         /// because something outside this library wrote implausible values into it
         /// or cut the lock file short. Nothing stored was affected.

@@ -177,15 +177,15 @@ extension Suite {
             let token = try SuiteObservation.keys(key).including(currentValues: true).start(in: self, onError: fail) { [self] change in
                 if let value = key.read(change.newValue).value { return output.offer(value) }
                 // Nothing valid is stored. Storing the default commits a change that comes
-                // here in turn (as would a value another process stored meanwhile).
-                if storingDefault, (try? valueStoringDefault(for: key)) != nil { return }
+                // here in turn (as would a value another process stored meanwhile); an
+                // optional key's nil stores nothing, so it is offered here.
+                if storingDefault, (try? valueStoringDefault(for: key)) != nil, storedValue(forKey: key.name) != nil { return }
                 output.offer(fallback(for: key))
             }
             // With nothing stored, no current value came: start from the default.
             if storedValue(forKey: key.name) == nil {
-                if storingDefault {
-                    try valueStoringDefault(for: key)
-                } else {
+                if storingDefault { try valueStoringDefault(for: key) }
+                if storedValue(forKey: key.name) == nil {
                     let fallback = fallback(for: key)
                     ObserverHub.of(store).enqueue { output.offer(fallback) }
                 }

@@ -6,6 +6,10 @@ import Foundation
 /// Literals build values directly, so defaults read naturally:
 /// `suite.register(defaults: ["units.system": "metric", "count": 0])`.
 public enum SuiteValue: Sendable, Hashable {
+    /// How deep arrays and dictionaries may nest in a stored value; a deeper one is
+    /// refused with `.invalidValue`.
+    public static let maximumNestingDepth = ValueEncoding.maximumDepth
+
     case string(String)
     case integer(Int)
     /// A finite number; NaN and infinities are refused when stored.

@@ -32,8 +32,10 @@ public enum PropertyListBridge {
     /// - Throws: `SuiteError` with code `.invalidValue` when `value` is not a
     ///   property-list value (see the table above); nothing is stored then.
     public static func suiteValue(from value: Any, key: String? = nil) throws(SuiteError) -> SuiteValue {
-        if let converted = convert(value) { return converted }
-        throw SuiteError(.invalidValue, key: key, message: refusal(of: value))
+        switch convert(value, depth: 0) {
+        case .converted(let converted): return converted
+        case .refused(let part, let tooDeep): throw SuiteError(.invalidValue, key: key, message: refusal(of: part, tooDeep: tooDeep))
+        }
     }
 
     /// The value as `object(forKey:)` returns it (see the table above).
@@ -54,9 +56,51 @@ public enum PropertyListBridge {
     /// `true as NSNumber`): on Linux a class of its own, so booleans stay booleans.
     private static let booleanNumberClass = ObjectIdentifier(type(of: NSNumber(value: true)))
 
-    private static func convert(_ value: Any) -> SuiteValue? {
-        if let value = value as? SuiteValue { return value }
-        if type(of: value) is NSNumber.Type, let number = value as? NSNumber { return convert(number) }
+    /// A value converted, or the first part of it (at any depth) that cannot be.
+    private enum Conversion {
+        case converted(SuiteValue)
+        /// `part` does not map; `tooDeep` when it is an array or dictionary past the
+        /// nesting limit.
+        case refused(part: Any, tooDeep: Bool)
+    }
+
+    /// Converts in one pass, refusing past the nesting limit before going deeper, so
+    /// that no value, however deep, costs more than one walk or a deep stack.
+    private static func convert(_ value: Any, depth: Int) -> Conversion {
+        if let value = value as? SuiteValue { return .converted(value) }
+        if type(of: value) is NSNumber.Type, let number = value as? NSNumber {
+            return convert(number).map(Conversion.converted) ?? .refused(part: value, tooDeep: false)
+        }
+        switch value {
+        case let array as [Any]:
+            guard depth <= SuiteValue.maximumNestingDepth else { return .refused(part: value, tooDeep: true) }
+            var values: [SuiteValue] = []
+            values.reserveCapacity(array.count)
+            for element in array {
+                switch convert(element, depth: depth + 1) {
+                case .converted(let converted): values.append(converted)
+                case .refused(let part, let tooDeep): return .refused(part: part, tooDeep: tooDeep)
+                }
+            }
+            return .converted(.array(values))
+        case let dictionary as [String: Any]:
+            guard depth <= SuiteValue.maximumNestingDepth else { return .refused(part: value, tooDeep: true) }
+            var values: [String: SuiteValue] = [:]
+            values.reserveCapacity(dictionary.count)
+            // In key order, so that the part named is the same every time.
+            for (key, element) in dictionary.sorted(by: { $0.key < $1.key }) {
+                switch convert(element, depth: depth + 1) {
+                case .converted(let converted): values[key] = converted
+                case .refused(let part, let tooDeep): return .refused(part: part, tooDeep: tooDeep)
+                }
+            }
+            return .converted(.dictionary(values))
+        default:
+            return convertScalar(value).map(Conversion.converted) ?? .refused(part: value, tooDeep: false)
+        }
+    }
+
+    private static func convertScalar(_ value: Any) -> SuiteValue? {
         switch value {
         case let flag as Bool: return .bool(flag)
         case let integer as Int: return .integer(integer)
@@ -78,24 +122,7 @@ public enum PropertyListBridge {
         case let date as Date: return .date(date)
         case let url as URL: return url.suiteValue
         case let url as NSURL: return (url as URL).suiteValue
-        case let array as [Any]:
-            var values: [SuiteValue] = []
-            values.reserveCapacity(array.count)
-            for element in array {
-                guard let converted = convert(element) else { return nil }
-                values.append(converted)
-            }
-            return .array(values)
-        case let dictionary as [String: Any]:
-            var values: [String: SuiteValue] = [:]
-            values.reserveCapacity(dictionary.count)
-            for (key, element) in dictionary {
-                guard let converted = convert(element) else { return nil }
-                values[key] = converted
-            }
-            return .dictionary(values)
-        default:
-            return nil
+        default: return nil
         }
     }
 
@@ -109,11 +136,12 @@ public enum PropertyListBridge {
         }
     }
 
-    /// Why `value` (or the first part of it) cannot be stored.
-    private static func refusal(of value: Any) -> String {
-        let offender = firstRefusedPart(of: value) ?? value
+    /// Why `offender`, the part of a value that does not map, cannot be stored.
+    private static func refusal(of offender: Any, tooDeep: Bool) -> String {
         let what: String
         switch offender {
+        case _ where tooDeep:
+            what = "arrays and dictionaries nest more than \(SuiteValue.maximumNestingDepth) levels deep"
         case is NSNull:
             what = "NSNull is not a property-list value"
         case let number as UInt64:
@@ -131,18 +159,5 @@ public enum PropertyListBridge {
                 : "a \(type(of: offender)) is not a property-list value"
         }
         return "\(what); nothing was stored. UserDefaults stores String, Bool, integers, Double, Float, Data, Date, URL, and arrays and string-keyed dictionaries of them (Foundation traps on anything else)."
-    }
-
-    /// The first element, at any depth, that does not map; nil when `value` itself is it.
-    private static func firstRefusedPart(of value: Any) -> Any? {
-        if type(of: value) is NSNumber.Type { return nil }
-        if let array = value as? [Any] {
-            for element in array where convert(element) == nil { return firstRefusedPart(of: element) ?? element }
-        } else if let dictionary = value as? [String: Any] {
-            for (_, element) in dictionary.sorted(by: { $0.key < $1.key }) where convert(element) == nil {
-                return firstRefusedPart(of: element) ?? element
-            }
-        }
-        return nil
     }
 }

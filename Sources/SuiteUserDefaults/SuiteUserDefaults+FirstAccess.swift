@@ -6,8 +6,9 @@ extension SuiteUserDefaults {
     /// Stores `value` only if nothing is stored for the key, atomically across
     /// processes: the one-line replacement of "if absent, set".
     ///
-    /// `value` is evaluated only when the key is absent, under the suite's lock.
-    /// Registered defaults do not count as stored.
+    /// `value` is evaluated only when the key is found absent, before the suite's lock
+    /// is taken (so it may read these defaults); it is stored only if the key is
+    /// still absent under the lock. Registered defaults do not count as stored.
     ///
     /// - Returns: the value stored after the call (the one found, or `value`), as
     ///   `object(forKey:)` returns it; nil when the write failed (reported as by
@@ -51,14 +52,18 @@ extension SuiteUserDefaults {
 
     /// The stored value if `accepting` takes it; else `make()`'s, stored. Returns the
     /// value and whether it was stored.
+    ///
+    /// `make()` runs before the suite's lock is taken, so that it may read these
+    /// defaults (a detector that consults another key); what it made is stored only
+    /// if, under the lock, still nothing acceptable is stored.
     private func firstAccess(forKey key: String, accepting: (SuiteValue) -> Bool,
                              make: () throws(SuiteError) -> SuiteValue) throws(SuiteError) -> (SuiteValue, Bool) {
         if let stored = suite.storedValue(forKey: key), accepting(stored) { return (stored, false) }
+        let new = try make()
         let outcome: (SuiteValue, Bool)
         do {
             outcome = try suite.update { transaction -> (SuiteValue, Bool) in
                 if let stored = transaction.storedValue(forKey: key), accepting(stored) { return (stored, false) }
-                let new = try make()
                 try transaction.setValue(new, forKey: key)
                 return (new, true)
             }

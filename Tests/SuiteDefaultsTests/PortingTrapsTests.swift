@@ -116,3 +116,15 @@ struct PortingTrapsTests {
         #expect(suite.stringArray(forKey: "mixed") == nil, "an array holding anything but strings")
     }
 }
+
+extension PortingTrapsTests {
+    @Test(.timeLimit(.minutes(1))) func theValuesOfAnOptionalKeyStoringDefaultsIncludeNil() async throws {
+        let suite = try open("optional-values")
+        var values = try suite.values(for: .nickname, storingDefault: true).makeAsyncIterator()
+        #expect(try await values.next() == .some(nil), "absent: nil first")
+        try suite.set("bob", for: .nickname)
+        #expect(try await values.next() == .some("bob"))
+        try suite.set(nil, for: .nickname)
+        #expect(try await values.next() == .some(nil), "removed: nil again")
+    }
+}

@@ -170,3 +170,41 @@ struct BehaviourTests {
         #expect(defaults.object(forKey: "refused") == nil)
     }
 }
+
+/// What a hostile tester found: values and callers that must neither crash nor hang.
+@Suite("SuiteUserDefaults: hostile values and callers")
+struct HostileValueTests {
+    let fixture = Fixture()
+
+    @Test func aValueNestedThousandsDeepIsRefusedNotACrash() throws {
+        let defaults = try fixture.defaults()
+        var value: Any = 1
+        for _ in 0..<5_000 { value = [value] }
+        #expect(throws: SuiteError.self) { try defaults.checkedSet(value, forKey: "deep") }
+        var refusedLeaf: Any = NSNull()
+        for _ in 0..<2_000 { refusedLeaf = [refusedLeaf] }
+        #expect(throws: SuiteError.self) { try defaults.checkedSet(refusedLeaf, forKey: "deep") }
+        #expect(defaults.object(forKey: "deep") == nil)
+        var allowed: Any = 1
+        for _ in 0..<SuiteValue.maximumNestingDepth - 1 { allowed = [allowed] }
+        try defaults.checkedSet(allowed, forKey: "deep")
+        #expect(defaults.object(forKey: "deep") != nil, "nesting within the limit is stored")
+    }
+
+    @Test func setIfAbsentMayComputeItsValueFromTheSameDefaults() throws {
+        let defaults = try fixture.defaults()
+        defaults.set(41, forKey: "other")
+        let stored = defaults.setIfAbsent(defaults.integer(forKey: "other") + 1, forKey: "k")
+        #expect(stored as? Int == 42)
+        #expect(defaults.integer(forKey: "k") == 42)
+        #expect(defaults.setIfAbsent(defaults.integer(forKey: "k") + 1, forKey: "k") as? Int == 42, "not replaced")
+    }
+
+    @Test func aDefaultAWriteWouldRefuseIsNotRegistered() throws {
+        let defaults = try fixture.defaults()
+        defaults.register(defaults: ["nan": Double.nan, "": "empty key", "fine": 1])
+        #expect(defaults.object(forKey: "nan") == nil)
+        #expect(defaults.integer(forKey: "fine") == 1)
+        #expect(defaults.suite.registeredDefault(forKey: "") == nil)
+    }
+}
