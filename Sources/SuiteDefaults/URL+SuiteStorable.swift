@@ -7,8 +7,11 @@ import Foundation
 ///
 /// Reading takes text that starts with a scheme ("https:", "file:") as that URL,
 /// and any other text as a file path, a leading "~" standing for the home
-/// directory, as `UserDefaults.url(forKey:)` does. Text that is neither (empty)
-/// reads as nil.
+/// directory, as `UserDefaults.url(forKey:)` does. Empty text reads as nil.
+///
+/// So what comes back is the same URL for an absolute URL and for a file URL's path;
+/// a relative URL without a scheme (`URL(string: "a/b")`, `//host/p`) comes back as
+/// a file URL of that path, and a file URL's host, query and fragment are not kept.
 extension URL: SuiteStorable {
     public var suiteValue: SuiteValue {
         .string(isFileURL ? path : absoluteString)

@@ -127,7 +127,9 @@ struct Verb {
         var text = forms.enumerated().map { ($0.offset == 0 ? "usage: " : "       ") + prefix + $0.element }
             .joined(separator: "\n")
         if names.count > 1 { text += "\n(also: " + names.dropFirst().joined(separator: ", ") + ")" }
-        text += "\n\n" + summary.split(separator: "\n").joined(separator: " ")
+        // The pointer to this very help is for the whole help only.
+        let summary = summary.split(separator: "\n").joined(separator: " ").replacingOccurrences(of: " See help \(names[0])", with: "")
+        text += "\n\n" + summary
         if let details { text += "\n\n" + details }
         return text + "\n\n" + exitStatuses
     }

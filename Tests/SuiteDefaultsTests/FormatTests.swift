@@ -168,4 +168,13 @@ struct PathNormalizationTests {
     func matchesStandardizedFileURL(_ path: String) {
         #expect(PathNormalization.standardized(path) == URL(fileURLWithPath: path).standardizedFileURL.path, "\(path)")
     }
+
+    /// A relative path, as a URL that is not a file URL gives (`URL(string: "prefs")`),
+    /// is the current directory's, never the root's.
+    @Test(arguments: ["prefs", "a/b/", "./a", "../a", "a/../../b"])
+    func aRelativePathIsTheCurrentDirectorys(_ path: String) {
+        #expect(PathNormalization.standardized(path) == URL(fileURLWithPath: path).standardizedFileURL.path, "\(path)")
+        #expect(PathNormalization.standardized(URL(string: path)!.path(percentEncoded: false))
+                == URL(fileURLWithPath: path).standardizedFileURL.path)
+    }
 }
