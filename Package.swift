@@ -1,6 +1,9 @@
 // swift-tools-version: 6.0
 import PackageDescription
 
+/// The package's own directory: the linker's version script is named by its absolute path.
+let packageDirectory = Context.packageDirectory
+
 let package = Package(
     name: "suite-defaults",
     platforms: [.macOS(.v15)],
@@ -13,6 +16,9 @@ let package = Package(
         .executable(name: "suite-bench", targets: ["suite-bench"]),
         // SuiteUserDefaults: Foundation's UserDefaults backed by a suite (issue #13 A).
         .library(name: "SuiteUserDefaults", targets: ["SuiteUserDefaults"]),
+        // The C interface (issue #14): libsuitedefaults.so, soname libsuitedefaults.so.1,
+        // with include/suite_defaults.h. Only the sd_ functions of the header are exported.
+        .library(name: "suitedefaults", type: .dynamic, targets: ["SuiteDefaultsC"]),
     ],
     targets: [
         // The few things Swift cannot reach directly: atomics on shared memory and
@@ -41,6 +47,22 @@ let package = Package(
         // SuiteUserDefaults: a drop-in subclass of Foundation's UserDefaults, backed by a
         // suite, in its own module so that the core stays small.
         .target(name: "SuiteUserDefaults", dependencies: ["SuiteDefaults"]),
+
+        // The C interface's public header (include/suite_defaults.h, linked in), so that
+        // the Swift side compiles against it, and the per-thread last error message.
+        .target(name: "CSuiteDefaultsInterface"),
+
+        // The C interface: @_cdecl functions over the library, for C and Python (ctypes).
+        // The linker names the library's ABI version and exports exactly the functions
+        // that include/suite_defaults.h declares (Sources/SuiteDefaultsC/exports.map).
+        .target(
+            name: "SuiteDefaultsC", dependencies: ["SuiteDefaults", "CSuiteDefaults", "CSuiteDefaultsInterface"],
+            exclude: ["exports.map"],
+            linkerSettings: [.unsafeFlags([
+                "-Xlinker", "-soname=libsuitedefaults.so.1",
+                "-Xlinker", "--version-script=\(packageDirectory)/Sources/SuiteDefaultsC/exports.map",
+            ])]
+        ),
 
         // A `defaults`-style command-line tool over the library.
         .executableTarget(name: "suite-defaults", dependencies: ["SuiteDefaults", "ToolSupport"]),

@@ -177,6 +177,15 @@ public final class Suite: SuiteWritable, Sendable {
         try store.transaction(durability: durability ?? options.durability, options: options, body)
     }
 
+    /// Whether the calling thread is inside an `update` block of this suite, through
+    /// this instance or any other of the same suite (the same name in the same
+    /// directory). Using the suite there, rather than the block's transaction, is a
+    /// programming error that stops the process (it would deadlock); code that takes
+    /// calls from elsewhere, such as the C interface, asks this first and refuses them.
+    public var isInsideUpdateOnCurrentThread: Bool {
+        store.isInsideTransactionOnCurrentThread
+    }
+
     /// Stores `value` only if nothing is stored for `key`, atomically across processes.
     ///
     /// `value` is evaluated only when the key is absent, under the lock. Registered

@@ -193,6 +193,28 @@ struct SuiteBasicsTests {
         #expect(suite.storedValues() == ["c": 1])
     }
 
+    @Test func knowsWhenTheCallingThreadIsInsideAnUpdate() throws {
+        let suite = try open()
+        let sameSuite = try open()
+        let other = try open("group.com.example.other")
+        #expect(!suite.isInsideUpdateOnCurrentThread)
+        try suite.update { _ in
+            #expect(suite.isInsideUpdateOnCurrentThread)
+            #expect(sameSuite.isInsideUpdateOnCurrentThread, "another instance of the same suite shares its lock")
+            #expect(!other.isInsideUpdateOnCurrentThread)
+            let done = DispatchSemaphore(value: 0)
+            Thread {
+                #expect(!suite.isInsideUpdateOnCurrentThread, "another thread is not inside it")
+                done.signal()
+            }.start()
+            done.wait()
+        }
+        #expect(!suite.isInsideUpdateOnCurrentThread)
+        struct Abort: Error {}
+        _ = try? suite.update { _ in throw Abort() }
+        #expect(!suite.isInsideUpdateOnCurrentThread, "a block that throws leaves the update too")
+    }
+
     @Test func writesThatChangeNothingWriteNothing() throws {
         let suite = try open()
         try suite.set("x", forKey: "k")

@@ -34,9 +34,14 @@ final class SuiteStore: Sendable {
         try refresh(lockTimeout: lockTimeout)
     }
 
+    /// Whether the calling thread is inside an `update` block of this store.
+    var isInsideTransactionOnCurrentThread: Bool {
+        transactionThread.load(ordering: .relaxed) == ProcessIdentity.thread
+            && transactionEpoch.load(ordering: .relaxed) == ForkEpoch.current
+    }
+
     private func checkNotInsideTransaction() {
-        if transactionThread.load(ordering: .relaxed) == ProcessIdentity.thread
-            && transactionEpoch.load(ordering: .relaxed) == ForkEpoch.current {
+        if isInsideTransactionOnCurrentThread {
             preconditionFailure("Suite \"\(name)\" was used inside its own update block; use the transaction passed to the block instead.")
         }
     }

@@ -1,0 +1,1 @@
+../../../include/suite_defaults.h
