@@ -124,6 +124,14 @@ let package = Package(
             dependencies: ["ChildProcess", "TestSupport", "SuiteDefaults", "UnitPreferences", "FitnessShared",
                            "fitness-app", "distance-widget", "weight-widget", "price-ticker", "suite-demo"]
         ),
+        // The C interface from C and Python processes: the exports against the header, every
+        // call's statuses, Swift and C processes sharing a suite, the C and Python widgets.
+        // They compile and load libsuitedefaults.so, which `swift build` makes beside them.
+        .testTarget(
+            name: "CInterfaceTests",
+            dependencies: ["ChildProcess", "TestSupport", "SuiteDefaults", "UnitPreferences", "FitnessShared",
+                           "suite-test-worker", "distance-widget"]
+        ),
         // SuiteUserDefaults: Foundation's UserDefaults behaviours, case by case, and the seed port's processes.
         .testTarget(
             name: "SuiteUserDefaultsTests",
