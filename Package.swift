@@ -130,7 +130,7 @@ let package = Package(
         .testTarget(
             name: "CInterfaceTests",
             dependencies: ["ChildProcess", "TestSupport", "SuiteDefaults", "UnitPreferences", "FitnessShared",
-                           "suite-test-worker", "distance-widget"]
+                           "suite-test-worker", "distance-widget", "suite-demo"]
         ),
         // SuiteUserDefaults: Foundation's UserDefaults behaviours, case by case, and the seed port's processes.
         .testTarget(

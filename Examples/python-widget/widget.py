@@ -15,6 +15,7 @@ import argparse
 import ctypes
 import ctypes.util
 import json
+import locale
 import os
 import select
 import signal
@@ -117,9 +118,10 @@ class Widget:
         if not runs:
             return "Last run: none"
         metres = float(runs[-1].get("amount", 0))
+        # One decimal, with the decimal point of the user's LC_NUMERIC, as in Swift and C.
         if self.units() == "imperial":
-            return f"Last run: {metres / 1609.344:.1f} mi"
-        return f"Last run: {metres / 1000:.1f} km"
+            return f"Last run: {locale.format_string('%.1f', metres / 1609.344)} mi"
+        return f"Last run: {locale.format_string('%.1f', metres / 1000)} km"
 
     def render(self):
         line = self.line()
@@ -171,6 +173,10 @@ def main():
     parser.add_argument("--timestamps", action="store_true", help="start each line with CLOCK_MONOTONIC nanoseconds")
     parser.add_argument("--library", help="the path of libsuitedefaults.so")
     arguments = parser.parse_args()
+    try:
+        locale.setlocale(locale.LC_NUMERIC, "")
+    except locale.Error:
+        pass  # a locale the system does not have: the C locale's point
 
     def stop(_signal, _frame):
         raise SystemExit(0)

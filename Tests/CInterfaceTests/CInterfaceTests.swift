@@ -259,6 +259,15 @@ struct CInterfaceTests {
         try expectWidgetFollowsTheSwiftOne(CInterface.python3!, [script, "--library", CInterface.library.path])
     }
 
+    @Test(.needsPython) func theDemoRunsTheWidgetsOfEveryLanguage() throws {
+        let demo = try run(program: "suite-demo", ["--all-languages"], within: .seconds(180))
+        #expect(demo.status == .exited(0), "\(demo.lines) \(demo.errors)")
+        #expect(demo.lines.last?.hasPrefix("Every widget showed every state: 17 redraws") == true, "\(demo.lines)")
+        for widget in ["c-widget", "python-widget"] {
+            #expect(demo.lines.filter { $0.hasPrefix("  \(widget) ") && $0.contains("redrawn") }.count == 4, "\(widget): \(demo.lines)")
+        }
+    }
+
     // MARK: pkg-config, and installing
 
     @Test(.enabled(if: CInterface.pkgConfig != nil, "pkg-config is not installed (apt-get install pkg-config)"))
