@@ -65,7 +65,8 @@ enum {
     SD_NO_CHANGE = 2,
 
     /* A NULL pointer where one is needed, an unknown flag, a count without its
-       array, or a suite used inside its own sd_update callback (use the sd_tx). */
+       array, or a suite (or a watch of it closed) inside its own sd_update callback
+       (use the sd_tx). */
     SD_INVALID_ARGUMENT = 3,
     /* A handle that is closed or never was, or an sd_tx used outside its callback
        or on another thread. */
@@ -333,7 +334,9 @@ int sd_watch_fd(sd_watch *watch);
  */
 sd_status sd_watch_next(sd_watch *watch, sd_change *change);
 
-/* Stops the watch and frees it; its descriptor is closed. NULL does nothing (SD_OK). */
+/* Stops the watch and frees it; its descriptor is closed. NULL does nothing (SD_OK).
+   Inside an sd_update callback of the watched suite, it is refused with
+   SD_INVALID_ARGUMENT (stopping takes the lock the callback holds): close it after. */
 sd_status sd_watch_close(sd_watch *watch);
 
 #ifdef __cplusplus

@@ -14,6 +14,8 @@ final class Watch: @unchecked Sendable {
     }
 
     let descriptor: Int32
+    /// The suite watched.
+    let suite: Suite
     private let lock: UnsafeMutablePointer<sd_thread_lock>
     // Guarded by `lock`:
     private var queue: [Entry] = []
@@ -31,6 +33,7 @@ final class Watch: @unchecked Sendable {
             throw Refusal(errno == ENOMEM ? Status.outOfMemory : Status.of(.ioFailure), "Could not make the watch's eventfd: \(reason).")
         }
         self.descriptor = descriptor
+        self.suite = suite
         sd_fork_epoch_start()
         lock = .allocate(capacity: 1)
         lock.initialize(to: sd_thread_lock(word: 0))
@@ -184,6 +187,11 @@ public func sd_watch_next(_ watch: OpaquePointer?, _ change: UnsafeMutablePointe
 @_cdecl("sd_watch_close")
 public func sd_watch_close(_ watch: OpaquePointer?) -> sd_status {
     perform {
+        // Stopping an observation takes the suite's lock, which its update callback holds.
+        if let open = try watch.map({ try Handles.watches.object($0) }), open.suite.isInsideUpdateOnCurrentThread {
+            throw Refusal(Status.invalidArgument, "A watch of the suite \(open.suite.name) was closed inside the suite's own "
+                          + "sd_update callback; close it after the callback returns.")
+        }
         try Handles.watches.close(watch)?.close()
         return Status.ok
     }

@@ -126,6 +126,8 @@ static int run_watch(const char *directory, const char *name, const char *key, l
 typedef struct {
     sd_suite *suite;
     sd_suite *same; /* another handle of the same suite */
+    sd_watch *watch; /* a watch of it */
+    const char *directory;
     sd_tx *kept;
     sd_status inside[8];
 } probe;
@@ -141,6 +143,10 @@ static sd_status misuse(sd_tx *tx, void *context) {
     sd_watch *watch;
     p->inside[3] = sd_watch_open(p->suite, NULL, 0, &watch);
     p->inside[4] = sd_get_int64(p->same, "n", &value);
+    p->inside[6] = sd_watch_close(p->watch);
+    sd_suite *again;
+    p->inside[7] = sd_suite_open("api", p->directory, 0, &again);
+    if (p->inside[7] == SD_OK) sd_suite_close(again);
     p->inside[5] = sd_tx_set_int64(tx, "tx.n", 7);
     return SD_OK;
 }
@@ -307,6 +313,13 @@ static int run_api(const char *directory) {
     expect("json unknown tag", sd_set_json(suite, "k", "{\"$nope\": 1}"), SD_INVALID_VALUE);
     expect("json integer beyond 64 bits", sd_set_json(suite, "k", "123456789012345678901234567890"), SD_INVALID_VALUE);
     expect("json not UTF-8", sd_set_json(suite, "k", "\"\xff\""), SD_INVALID_VALUE);
+    size_t depth = 1000000;
+    char *deep = malloc(2 * depth + 1);
+    memset(deep, '[', depth);
+    memset(deep + depth, ']', depth);
+    deep[2 * depth] = '\0';
+    expect("json nested a million deep", sd_set_json(suite, "k", deep), SD_INVALID_VALUE);
+    free(deep);
     expect("nothing written by refusals", sd_get_int64(suite, "k", &integer), SD_ABSENT);
     expect("remove", sd_remove(suite, "b"), SD_OK);
     expect("removed", sd_get_bool(suite, "b", &flag), SD_ABSENT);
@@ -356,8 +369,9 @@ static int run_api(const char *directory) {
     expect("update: NULL callback", sd_update(suite, NULL, NULL), SD_INVALID_ARGUMENT);
     expect("update: a callback's status passes through", sd_update(suite, declines, NULL), SD_TYPE_MISMATCH);
     expect("update: a declined callback commits nothing", sd_get_string(suite, "declined", buffer, sizeof buffer, NULL), SD_ABSENT);
-    probe p = {.suite = suite};
+    probe p = {.suite = suite, .directory = directory};
     expect("another handle", sd_suite_open("api", directory, 0, &p.same), SD_OK);
+    expect("a watch", sd_watch_open(suite, NULL, 0, &p.watch), SD_OK);
     expect("update with misuse", sd_update(suite, misuse, &p), SD_OK);
     expect("inside: read the suite", p.inside[0], SD_INVALID_ARGUMENT);
     expect("inside: write the suite", p.inside[1], SD_INVALID_ARGUMENT);
@@ -365,6 +379,9 @@ static int run_api(const char *directory) {
     expect("inside: watch the suite", p.inside[3], SD_INVALID_ARGUMENT);
     expect("inside: another handle of the suite", p.inside[4], SD_INVALID_ARGUMENT);
     expect("inside: the transaction works", p.inside[5], SD_OK);
+    expect("inside: close a watch of the suite", p.inside[6], SD_INVALID_ARGUMENT);
+    expect("inside: open the suite again", p.inside[7], SD_OK);
+    expect("the watch closes after", sd_watch_close(p.watch), SD_OK);
     expect("another handle, outside", sd_get_int64(p.same, "tx.n", &integer), SD_OK);
     sd_suite_close(p.same);
     expect("the transaction committed", sd_get_int64(suite, "tx.n", &integer), SD_OK);
