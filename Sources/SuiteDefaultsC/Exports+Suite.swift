@@ -62,8 +62,8 @@ public func sd_set_if_absent_string(_ suite: OpaquePointer?, _ key: UnsafePointe
 }
 
 @_cdecl("sd_set_if_absent_int64")
-public func sd_set_if_absent_int64(_ suite: OpaquePointer?, _ key: UnsafePointer<CChar>?, _ value: Int,
-                                   _ stored: UnsafeMutablePointer<Int>?) -> Int32 {
+public func sd_set_if_absent_int64(_ suite: OpaquePointer?, _ key: UnsafePointer<CChar>?, _ value: Int64,
+                                   _ stored: UnsafeMutablePointer<Int64>?) -> Int32 {
     setIfAbsent(suite, key, { value }) { stored?.pointee = $0 }
 }
 

@@ -3,12 +3,13 @@ import Foundation
 
 // The getters and setters, of a suite (sd_get_*, sd_set_*) and of a transaction
 // (sd_tx_get_*, sd_tx_set_*): one implementation, in `Target`, for both.
-// size_t is `UInt` here: a size the C side passes is never read as negative.
+// The C types exactly: int64_t is `Int64`, and size_t `UInt`, so that a size the C
+// side passes is never read as negative.
 
 // MARK: Suite: reading
 
 @_cdecl("sd_get_int64")
-public func sd_get_int64(_ suite: OpaquePointer?, _ key: UnsafePointer<CChar>?, _ value: UnsafeMutablePointer<Int>?) -> Int32 {
+public func sd_get_int64(_ suite: OpaquePointer?, _ key: UnsafePointer<CChar>?, _ value: UnsafeMutablePointer<Int64>?) -> Int32 {
     perform { try Target(suite: suite).get(key, value, "an integer") }
 }
 
@@ -66,8 +67,8 @@ public func sd_set_string(_ suite: OpaquePointer?, _ key: UnsafePointer<CChar>?,
 }
 
 @_cdecl("sd_set_int64")
-public func sd_set_int64(_ suite: OpaquePointer?, _ key: UnsafePointer<CChar>?, _ value: Int) -> Int32 {
-    perform { try Target(suite: suite).set(key) { .integer(value) } }
+public func sd_set_int64(_ suite: OpaquePointer?, _ key: UnsafePointer<CChar>?, _ value: Int64) -> Int32 {
+    perform { try Target(suite: suite).set(key) { value.suiteValue } }
 }
 
 @_cdecl("sd_set_double")
@@ -98,7 +99,7 @@ public func sd_remove(_ suite: OpaquePointer?, _ key: UnsafePointer<CChar>?) -> 
 // MARK: Transaction: reading
 
 @_cdecl("sd_tx_get_int64")
-public func sd_tx_get_int64(_ tx: OpaquePointer?, _ key: UnsafePointer<CChar>?, _ value: UnsafeMutablePointer<Int>?) -> Int32 {
+public func sd_tx_get_int64(_ tx: OpaquePointer?, _ key: UnsafePointer<CChar>?, _ value: UnsafeMutablePointer<Int64>?) -> Int32 {
     perform { try Target(transaction: tx).get(key, value, "an integer") }
 }
 
@@ -156,8 +157,8 @@ public func sd_tx_set_string(_ tx: OpaquePointer?, _ key: UnsafePointer<CChar>?,
 }
 
 @_cdecl("sd_tx_set_int64")
-public func sd_tx_set_int64(_ tx: OpaquePointer?, _ key: UnsafePointer<CChar>?, _ value: Int) -> Int32 {
-    perform { try Target(transaction: tx).set(key) { .integer(value) } }
+public func sd_tx_set_int64(_ tx: OpaquePointer?, _ key: UnsafePointer<CChar>?, _ value: Int64) -> Int32 {
+    perform { try Target(transaction: tx).set(key) { value.suiteValue } }
 }
 
 @_cdecl("sd_tx_set_double")
