@@ -107,40 +107,56 @@ static int skip_value(json_reader *r) {
     return r->at > start;
 }
 
+/* A number at r: its value in *value; 0 when there is none. */
+static int read_number(json_reader *r, double *value) {
+    char *end;
+    *value = strtod(r->at, &end);
+    if (end == r->at) return 0;
+    r->at = end;
+    return 1;
+}
+
 /* The amount of the last run in the log, as sd_get_json gives it: {"$json": [...]}.
-   Returns 1 and sets *metres when there is one. */
+   Returns 1 and sets *metres when there is one. A log of which any workout does not
+   read as the Swift app's Workout (kind "run" or "lift", a number amount and date)
+   is no log, as it is to the Swift widgets, which then show none. */
 static int last_run(const char *json, double *metres) {
     json_reader r = {json};
     char key[16];
     int first = 1, found = 0;
+    double last = 0;
     skip_space(&r);
     if (*r.at++ != '{' || next_member(&r, '}', &first, key, sizeof key) != 1 || strcmp(key, "$json") != 0) return 0;
     if (*r.at++ != '[') return 0;
-    int first_workout = 1;
-    while (next_member(&r, ']', &first_workout, NULL, 0) == 1) {
-        if (*r.at++ != '{') return found;
+    int first_workout = 1, step;
+    while ((step = next_member(&r, ']', &first_workout, NULL, 0)) == 1) {
+        if (*r.at++ != '{') return 0;
         char kind[16] = "";
-        double amount = 0;
-        int has_amount = 0, first_field = 1, step;
-        while ((step = next_member(&r, '}', &first_field, key, sizeof key)) == 1) {
+        double amount = 0, date = 0;
+        int has_amount = 0, has_date = 0, first_field = 1, field;
+        while ((field = next_member(&r, '}', &first_field, key, sizeof key)) == 1) {
             if (strcmp(key, "kind") == 0) {
-                if (!read_string(&r, kind, sizeof kind)) return found;
+                if (!read_string(&r, kind, sizeof kind)) return 0;
             } else if (strcmp(key, "amount") == 0) {
-                char *end;
-                amount = strtod(r.at, &end);
-                if (end == r.at) return found;
-                r.at = end;
+                if (!read_number(&r, &amount)) return 0;
                 has_amount = 1;
+            } else if (strcmp(key, "date") == 0) {
+                if (!read_number(&r, &date)) return 0;
+                has_date = 1;
             } else if (!skip_value(&r)) {
-                return found;
+                return 0;
             }
         }
-        if (step < 0) return found;
-        if (strcmp(kind, "run") == 0 && has_amount) {
-            *metres = amount;
+        if (field < 0 || !has_amount || !has_date) return 0;
+        if (strcmp(kind, "run") == 0) {
+            last = amount;
             found = 1;
+        } else if (strcmp(kind, "lift") != 0) {
+            return 0;
         }
     }
+    if (step < 0) return 0;
+    if (found) *metres = last;
     return found;
 }
 
@@ -178,7 +194,7 @@ static void show(const char *line) {
 }
 
 static void render(sd_suite *suite) {
-    char line[128];
+    char line[512]; /* room for the widest double %.1f prints */
     char *log = NULL;
     double metres = 0;
     sd_status status = sd_get_json_alloc(suite, workouts_key, &log, NULL);

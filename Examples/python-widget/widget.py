@@ -72,6 +72,14 @@ def load_library(path):
     return lib
 
 
+def is_workout(value):
+    """Whether value reads as the Swift app's Workout: a kind, a number amount and date."""
+    def number(field):
+        return isinstance(field, (int, float)) and not isinstance(field, bool)
+    return (isinstance(value, dict) and value.get("kind") in ("run", "lift")
+            and number(value.get("amount")) and number(value.get("date")))
+
+
 class Widget:
     def __init__(self, lib, directory, timestamps):
         self.lib = lib
@@ -112,12 +120,16 @@ class Widget:
 
     def line(self):
         log = self.json(WORKOUTS_KEY)
-        # A Codable value comes as {"$json": <its JSON>}: the log, oldest first.
-        workouts = log.get("$json", []) if isinstance(log, dict) else []
-        runs = [workout for workout in workouts if isinstance(workout, dict) and workout.get("kind") == "run"]
+        # A Codable value comes as {"$json": <its JSON>}: the log, oldest first. A log of
+        # which any workout does not read as the Swift app's Workout is no log, as it is
+        # to the Swift widgets, which then show none.
+        workouts = log.get("$json") if isinstance(log, dict) else None
+        if not isinstance(workouts, list) or not all(map(is_workout, workouts)):
+            workouts = []
+        runs = [workout for workout in workouts if workout["kind"] == "run"]
         if not runs:
             return "Last run: none"
-        metres = float(runs[-1].get("amount", 0))
+        metres = float(runs[-1]["amount"])
         # One decimal, with the decimal point of the user's LC_NUMERIC, as in Swift and C.
         if self.units() == "imperial":
             return f"Last run: {locale.format_string('%.1f', metres / 1609.344)} mi"

@@ -81,6 +81,13 @@ public final class Suite: SuiteWritable, Sendable {
         try Validation.checkSuiteName(Validation.normalized(name))
     }
 
+    /// Checks a key as every write does, without writing.
+    ///
+    /// - Throws: `SuiteError` `.invalidKey`, saying what is wrong with it.
+    public static func validate(key: String) throws {
+        try Validation.checkKey(Validation.normalized(key), suite: nil)
+    }
+
     /// The suite's data file: `NAME.suite` in its directory (absent until the first write).
     public var fileURL: URL { URL(fileURLWithPath: directoryPath + "/" + SuiteFiles.dataFileName(of: name)) }
 
@@ -215,7 +222,7 @@ public final class Suite: SuiteWritable, Sendable {
         func existing(_ stored: SuiteValue) throws -> T {
             guard let typed = decode(stored) else {
                 throw SuiteError(.typeMismatch, suite: name, key: key,
-                                 message: "A \(stored.typeName) is stored, which is not a \(T.self); it was left as it is.")
+                                 message: "The stored value is a \(stored.typeName), which is not a \(T.self); it was left as it is.")
             }
             return typed
         }

@@ -1,4 +1,5 @@
 import Foundation
+import CSuiteDefaults
 import Glibc
 @_spi(Tools) import SuiteDefaults
 
@@ -14,6 +15,10 @@ final class TransactionHandle {
         self.thread = pthread_self()
         self.maximumValueSize = maximumValueSize
     }
+
+    /// The fork epoch of its callback: a forked child's thread may compare equal to
+    /// the parent's, but the transaction is the parent's.
+    let epoch = sd_fork_epoch()
 }
 
 /// What the getters and setters work on: a suite, or a transaction inside its callback.
@@ -40,8 +45,8 @@ struct Target {
 
     init(transaction handle: OpaquePointer?) throws {
         let transaction = try Handles.transactions.object(handle)
-        guard pthread_equal(transaction.thread, pthread_self()) != 0 else {
-            throw Refusal(Status.invalidHandle, "The transaction handle was used on another thread than its sd_update callback's.")
+        guard pthread_equal(transaction.thread, pthread_self()) != 0, transaction.epoch == sd_fork_epoch() else {
+            throw Refusal(Status.invalidHandle, "The transaction handle was used on another thread than its sd_update callback's, or in a forked child.")
         }
         store = transaction.transaction
         maximumValueSize = transaction.maximumValueSize

@@ -50,6 +50,11 @@ enum COutput {
             throw Refusal(Status.invalidArgument, "The buffer is NULL, with a capacity of \(capacity).")
         }
         let needed = UInt(bytes.count) + (terminated ? 1 : 0)
+        // No bytes need no buffer.
+        if needed == 0 {
+            length?.pointee = 0
+            return Status.ok
+        }
         guard needed <= capacity, let buffer else {
             if terminated, capacity > 0, let buffer { buffer.storeBytes(of: 0, as: UInt8.self) }
             length?.pointee = UInt(bytes.count)

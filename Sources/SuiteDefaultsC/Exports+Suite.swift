@@ -17,7 +17,10 @@ public func sd_suite_open(_ name: UnsafePointer<CChar>?, _ directory: UnsafePoin
         let out = try CInput.required(suite, "the suite handle")
         let name = try CInput.text(name, "the suite name", invalid: Status.invalidSuiteName)
         let directory = try directory.map { _ in
-            URL(fileURLWithPath: try CInput.text(directory, "the directory", invalid: Status.invalidArgument), isDirectory: true)
+            let path = try CInput.text(directory, "the directory", invalid: Status.invalidArgument)
+            // An empty path would be the current directory, which no caller means by it.
+            guard !path.isEmpty else { throw Refusal(Status.invalidArgument, "The directory is empty; pass NULL for the default one.") }
+            return URL(fileURLWithPath: path, isDirectory: true)
         }
         guard flags & ~OpenFlags.all == 0 else {
             throw Refusal(Status.invalidArgument, "The flags 0x\(String(flags & ~OpenFlags.all, radix: 16)) are unknown; "

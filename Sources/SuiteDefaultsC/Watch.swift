@@ -13,9 +13,14 @@ final class Watch: @unchecked Sendable {
         case failure(SuiteError)
     }
 
-    let descriptor: Int32
+    /// The eventfd; see `fileDescriptor()`.
+    private let descriptor: Int32
     /// The suite watched.
     let suite: Suite
+    /// The fork epoch it was opened in. A forked child has the parent's memory and a
+    /// copy of the descriptor: draining its copy of the queue would reset the
+    /// parent's eventfd, so there it is refused, as the parent's.
+    private let epoch = sd_fork_epoch()
     private let lock: UnsafeMutablePointer<sd_thread_lock>
     // Guarded by `lock`:
     private var queue: [Entry] = []
@@ -75,11 +80,25 @@ final class Watch: @unchecked Sendable {
         sd_event_signal(descriptor)
     }
 
+    /// Refuses a watch that a forked child inherited: it is its parent's.
+    private func checkSameProcess() throws {
+        guard epoch == sd_fork_epoch() else {
+            throw Refusal(Status.invalidHandle, "The watch was opened by the parent process, before fork; a child opens watches of its own.")
+        }
+    }
+
+    /// The descriptor to poll, readable exactly while changes are queued.
+    func fileDescriptor() throws -> Int32 {
+        try checkSameProcess()
+        return descriptor
+    }
+
     /// Takes the next entry: fills `change` and returns SD_OK, returns SD_NO_CHANGE,
     /// or throws the failure that came in its place. An entry is taken only once its
     /// strings are made, so that none is lost to a failed allocation.
     func next(into change: UnsafeMutablePointer<sd_change>) throws -> sd_status {
-        try withLock {
+        try checkSameProcess()
+        return try withLock {
             guard head < queue.count else { return Status.noChange }
             let entry = queue[head]
             var made: [UnsafeMutablePointer<CChar>] = []
@@ -154,7 +173,9 @@ public func sd_watch_open(_ suite: OpaquePointer?, _ keys: UnsafePointer<UnsafeP
             guard count > 0 else { throw Refusal(Status.invalidArgument, "The keys are given with a count of 0; pass NULL to watch every key.") }
             guard count <= UInt(Int32.max) else { throw Refusal(Status.invalidArgument, "The count of keys, \(count), is not plausible.") }
             names = try (0..<Int(count)).map { index in
-                try CInput.text(keys[index], "key \(index)", invalid: Status.invalidKey)
+                let key = try CInput.key(keys[index])
+                try Suite.validate(key: key)
+                return key
             }
         } else if count > 0 {
             throw Refusal(Status.invalidArgument, "The keys are NULL, with a count of \(count).")
@@ -167,7 +188,7 @@ public func sd_watch_open(_ suite: OpaquePointer?, _ keys: UnsafePointer<UnsafeP
 @_cdecl("sd_watch_fd")
 public func sd_watch_fd(_ watch: OpaquePointer?) -> Int32 {
     do {
-        return try Handles.watches.object(watch).descriptor
+        return try Handles.watches.object(watch).fileDescriptor()
     } catch let refusal as Refusal {
         setLastError(refusal.message)
         return -1

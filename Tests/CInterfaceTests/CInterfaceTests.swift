@@ -247,6 +247,20 @@ struct CInterfaceTests {
             #expect(shown != nil, "after \(name), the widget shows \"\(expected)\" as the Swift one does: \(widget.lines.suffix(3)) \(widget.standardError)")
         }
         #expect(widget.lines.last == "Last run: 12.3 km")
+
+        // A log of which one workout does not read as a Workout is no log to the Swift
+        // widget; the others must agree, and then follow a good log again.
+        let log = suite.value(for: .workouts)
+        let broken = #"[5, {"amount": 5000, "date": 0, "kind": "run"}]"#
+        for (name, step) in [("a broken log", { try suite.setValue(.json(Data(broken.utf8)), forKey: "fitness.workouts") }),
+                             ("the log again", { try suite.set(log, for: .workouts) })] as [(String, () throws -> Void)] {
+            try step()
+            let swift = try run(program: "distance-widget", ["--dir", suites.path, "--once"], environment: CInterface.environment)
+            let expected = try #require(swift.lines.first, "the Swift widget: \(swift.errors)")
+            let shown = widget.waitForLine(timeout: .seconds(30)) { $0 == expected }
+            #expect(shown != nil, "after \(name), the widget shows \"\(expected)\" as the Swift one does: \(widget.lines.suffix(3))")
+        }
+        #expect(widget.lines.last == "Last run: 12.3 km")
     }
 
     @Test func theCWidgetRedrawsAsTheSwiftOneDoes() throws {

@@ -21,6 +21,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 static int failures = 0;
 
@@ -211,6 +213,7 @@ static int run_api(const char *directory) {
     expect("open: name of 299 bytes", sd_suite_open(long_name, directory, 0, &other), SD_INVALID_SUITE_NAME);
     expect("open: unknown flag", sd_suite_open("api", directory, 1u << 7, &other), SD_INVALID_ARGUMENT);
     expect("open: directory not UTF-8", sd_suite_open("api", "/tmp/\xff", 0, &other), SD_INVALID_ARGUMENT);
+    expect("open: empty directory", sd_suite_open("api", "", 0, &other), SD_INVALID_ARGUMENT);
     expect("open: durable, group", sd_suite_open("api.durable", directory, SD_OPEN_DURABLE | SD_OPEN_GROUP, &other), SD_OK);
     expect("durable write", sd_set_bool(other, "b", true), SD_OK);
     expect("close", sd_suite_close(other), SD_OK);
@@ -247,6 +250,9 @@ static int run_api(const char *directory) {
     void *allocated = NULL;
     expect("get empty data, allocated", sd_get_data_alloc(suite, "empty", &allocated, &length), SD_OK);
     check("empty data is a pointer", allocated != NULL && length == 0, "NULL or length");
+    length = 99;
+    expect("get empty data into no buffer", sd_get_data(suite, "empty", NULL, 0, &length), SD_OK);
+    check("empty data into no buffer: length 0", length == 0, "length");
     sd_free(allocated);
     expect("set json", sd_set_json(suite, "j", "{\"list\": [1, 2.0, \"x\", {\"$data\": \"AP8=\"}], \"on\": true}"), SD_OK);
     char *json = NULL;
@@ -443,6 +449,30 @@ static int run_api(const char *directory) {
     expect("watch: close", sd_watch_close(watch), SD_OK);
     expect("watch: close twice", sd_watch_close(watch), SD_INVALID_HANDLE);
     expect("watch: close NULL", sd_watch_close(NULL), SD_OK);
+    const char *empty_key[] = {""};
+    sd_watch *refused;
+    expect("watch: an empty key", sd_watch_open(suite, empty_key, 1, &refused), SD_INVALID_KEY);
+
+    /* A forked child may not use its parent's watch: draining its copy of the queue
+       would leave the parent's descriptor unreadable with changes queued. */
+    expect("watch: before fork", sd_watch_open(suite, NULL, 0, &watch), SD_OK);
+    expect("watch: a change before fork", sd_set_int64(suite, "f.a", 1), SD_OK);
+    ready.fd = sd_watch_fd(watch);
+    check("watch: readable before fork", poll(&ready, 1, 10000) == 1, "not readable");
+    pid_t child = fork();
+    if (child == 0) _exit(sd_watch_next(watch, &change) == SD_INVALID_HANDLE && sd_watch_fd(watch) == -1 ? 0 : 1);
+    int child_status = -1;
+    waitpid(child, &child_status, 0);
+    check("watch: refused in a forked child", WIFEXITED(child_status) && WEXITSTATUS(child_status) == 0, "used");
+    expect("watch: a change after fork", sd_set_int64(suite, "f.b", 2), SD_OK);
+    int after = 0;
+    for (int tries = 0; after < 2 && tries < 100; tries++) {
+        if (poll(&ready, 1, 10000) != 1) break;
+        while (sd_watch_next(watch, &change) == SD_OK) after++;
+    }
+    check("watch: the parent's descriptor still tells", after == 2, "changes lost to the child");
+    expect("watch: close after fork", sd_watch_close(watch), SD_OK);
+
     expect("watch: all keys", sd_watch_open(suite, NULL, 0, &watch), SD_OK);
     expect("suite closed before its watch", sd_suite_close(suite), SD_OK);
     expect("watch: close after the suite", sd_watch_close(watch), SD_OK);
