@@ -195,7 +195,9 @@ public final class Suite: SuiteWritable, Sendable {
 
     /// Stores `value` only if nothing is stored for `key`, atomically across processes.
     ///
-    /// `value` is evaluated only when the key is absent, under the lock. Registered
+    /// `value` is evaluated only when the key is found absent, before the suite's lock
+    /// is taken, so that it may read the suite (a detector that consults another
+    /// key); it is stored only if the key is still absent under the lock. Registered
     /// defaults do not count as stored.
     ///
     /// - Returns: the value stored after the call: the existing one, or `value`.
@@ -228,9 +230,9 @@ public final class Suite: SuiteWritable, Sendable {
         }
         // A present value stays the answer; only absence needs the lock.
         if let stored = storedValue(forKey: key) { return try existing(stored) }
+        let value = try make()
         return try update { transaction in
             if let stored = transaction.storedValue(forKey: key) { return try existing(stored) }
-            let value = try make()
             try transaction.setValue(encode(value), forKey: key)
             return value
         }

@@ -149,13 +149,14 @@ extension Suite {
     public func valueStoringDefault<Value>(for key: SuiteKey<Value>) throws -> Value {
         if let value = read(key).value { return value }
         var replacedInvalid: SuiteValue?
+        // Made before the lock is taken, so that a default may read the suite.
+        let fallback = fallback(for: key)
         let value = try update { transaction -> Value in
             let stored = transaction.storedValue(forKey: key.name)
             if let value = key.read(stored).value { return value }
             replacedInvalid = stored
-            let value = transaction.fallback(for: key)
-            try transaction.setValue(try key.encode(value), forKey: key.name)
-            return value
+            try transaction.setValue(try key.encode(fallback), forKey: key.name)
+            return fallback
         }
         if let invalid = replacedInvalid {
             SuiteDiagnostics.report(SuiteDiagnostic(

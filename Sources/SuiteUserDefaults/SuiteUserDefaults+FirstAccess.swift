@@ -1,7 +1,7 @@
 import Foundation
 import SuiteDefaults
 
-/// The atomic first access: "if absent, set" in one step under the suite's lock.
+/// The atomic first access: "if absent, set", decided under the suite's lock.
 extension SuiteUserDefaults {
     /// Stores `value` only if nothing is stored for the key, atomically across
     /// processes: the one-line replacement of "if absent, set".
@@ -24,8 +24,8 @@ extension SuiteUserDefaults {
     }
 
     /// Returns the `T` stored for the key; when nothing is stored, or what is stored
-    /// is no valid `T`, stores `value` and returns it, all in one step under the
-    /// suite's lock, so every process returns the same value.
+    /// is no valid `T`, stores `value` (checking again under the suite's lock) and
+    /// returns it, so every process returns the same value.
     ///
     /// ```swift
     /// // was: defaults.set(detected.rawValue, forKey: "unitSystem"); return detected

@@ -17,7 +17,7 @@ extension UnitSystem {
     /// The user's unit system, shared by every process of the suite.
     ///
     /// When nothing is stored yet, the system is detected from the locale and stored
-    /// in one step under the suite's lock, only if still nothing is stored: the first
+    /// under the suite's lock, only if still nothing is stored there: the first
     /// process to get there stores its detection, every process returns the value
     /// actually stored, and a choice the user made in another process is never
     /// overwritten. A stored value that is neither "metric" nor "imperial" reads as

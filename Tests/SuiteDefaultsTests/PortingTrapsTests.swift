@@ -128,3 +128,15 @@ extension PortingTrapsTests {
         #expect(try await values.next() == .some(nil), "removed: nil again")
     }
 }
+
+extension PortingTrapsTests {
+    @Test func aFirstAccessDefaultMayReadTheSuite() throws {
+        let suite = try open("reads-itself")
+        try suite.set(41, forKey: "other")
+        #expect(try suite.setIfAbsent((suite.integer(forKey: "other") ?? 0) + 1, forKey: "k") == 42)
+        #expect(try suite.setIfAbsent((suite.integer(forKey: "k") ?? 0) + 1, forKey: "k") == 42, "not replaced")
+        let derived = SuiteKey("derived", default: (suite.integer(forKey: "other") ?? 0) * 2)
+        #expect(try suite.valueStoringDefault(for: derived) == 82)
+        #expect(suite.integer(forKey: "derived") == 82)
+    }
+}
