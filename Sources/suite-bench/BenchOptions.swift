@@ -1,18 +1,21 @@
 import Foundation
 import ToolSupport
 
-/// `suite-bench [--quick] [--json] [--dir DIR] [--svg FILE]`
+/// `suite-bench [--quick] [--json] [--peers] [--dir DIR] [--svg FILE]`
 struct BenchOptions: Sendable {
     var quick: Bool
     var json: Bool
+    /// SQLite and LMDB columns beside ours (Peers/).
+    var peers: Bool
     var directory: URL?
     var svg: URL?
 
     static let syntax = CommandLineSyntax(
-        synopsis: ["suite-bench [--quick] [--json] [--dir DIR] [--svg FILE]"],
+        synopsis: ["suite-bench [--quick] [--json] [--peers] [--dir DIR] [--svg FILE]"],
         options: [
             .flag("--quick", help: "fewer samples, for a smoke run"),
             .flag("--json", help: "one JSON object instead of the table"),
+            .flag("--peers", help: "also measure SQLite (WAL) and LMDB, loaded at run time, for every row where they apply"),
             .value("--dir", "DIR", help: "where the run makes its directory (default: the temporary directory)"),
             .value("--svg", "FILE", help: "also write a chart of the rows to FILE"),
         ]
@@ -21,6 +24,7 @@ struct BenchOptions: Sendable {
     init(_ commandLine: ParsedCommandLine) throws(ToolError) {
         quick = commandLine.isSet("--quick")
         json = commandLine.isSet("--json")
+        peers = commandLine.isSet("--peers")
         directory = commandLine.value("--dir").map { URL(fileURLWithPath: $0) }
         svg = commandLine.value("--svg").map { URL(fileURLWithPath: $0) }
         if let unexpected = commandLine.arguments.first { throw commandLine.usageError("unknown argument \(unexpected)") }

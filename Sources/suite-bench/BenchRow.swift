@@ -8,6 +8,8 @@ struct BenchRow: Sendable {
     var foundation: Figure?
     var floor: Figure?
     var note: String
+    /// With --peers: SQLite's and LMDB's columns, in Peer.allCases order.
+    var peers: [PeerColumn]? = nil
 
     /// A median and a 99th percentile, in microseconds unless the row's note says otherwise.
     struct Figure: Sendable {
@@ -23,6 +25,13 @@ struct BenchRow: Sendable {
             guard let median = samples.median else { return nil }
             self.init(median: median, p99: samples.p99)
         }
+    }
+
+    /// A peer's figure for the row, or why it has none (not installed, does not apply).
+    struct PeerColumn: Sendable {
+        var peer: Peer
+        var figure: Figure?
+        var note: String
     }
 
     /// What the figures measure.
@@ -49,6 +58,12 @@ struct BenchRow: Sendable {
         return kind == .throughput ? ours.median / foundation.median : foundation.median / ours.median
     }
 
+    /// How many times better ours is than a peer's (below 1: the peer is better).
+    func peerRatio(_ column: PeerColumn) -> Double? {
+        guard let figure = column.figure, ours.median > 0, figure.median > 0 else { return nil }
+        return kind == .throughput ? ours.median / figure.median : figure.median / ours.median
+    }
+
     /// How many times the floor's time ours takes (1 would be the floor itself).
     var floorRatio: Double? {
         guard let floor, floor.median > 0, kind == .time else { return nil }
@@ -61,12 +76,18 @@ struct BenchRow: Sendable {
             guard let value, value.isFinite else { return NSNull() }
             return (value * 1000).rounded() / 1000
         }
-        return [
+        var object: [String: Any] = [
             "name": name,
             "ours_median_us": number(ours.median), "ours_p99_us": number(ours.p99),
             "foundation_median_us": number(foundation?.median), "foundation_p99_us": number(foundation?.p99),
             "floor_median_us": number(floor?.median), "floor_p99_us": number(floor?.p99),
             "note": note,
         ]
+        if let peers {
+            object["peers"] = Dictionary(uniqueKeysWithValues: peers.map { column in
+                (column.peer.rawValue, ["median_us": number(column.figure?.median), "p99_us": number(column.figure?.p99), "note": column.note] as [String: Any])
+            })
+        }
+        return object
     }
 }

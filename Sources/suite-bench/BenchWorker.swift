@@ -8,15 +8,16 @@ import WorkerRoles
 /// A worker process: `suite-bench worker ROLE --dir DIR [--name value ...]`.
 enum BenchWorker {
     static let syntax = CommandLineSyntax(
-        synopsis: ["suite-bench worker ROLE --dir DIR [--suite NAME] [--count N]"],
+        synopsis: ["suite-bench worker ROLE --dir DIR [--suite NAME] [--count N] [--idle-ms MS]"],
         arguments: [CommandLineArgument("ROLE", help: """
             cold, swift-baseline, fd-cold, contend, fd-contend, watch, inotify-floor, memory
-            or fd-memory
+            or fd-memory; for --peers, sqlite- or lmdb- followed by cold, contend, watch or memory
             """)],
         options: [
             .value("--dir", "DIR", help: "the run's directory"),
             .value("--suite", "NAME", help: "the suite (default: bench)"),
             .value("--count", "N", help: "increments, or changes to wait for"),
+            .value("--idle-ms", "MS", help: "how long a peer's poller measures its idle CPU"),
         ]
     )
 
@@ -41,6 +42,9 @@ enum BenchWorker {
         // its arguments (and its directory's URL) ready, and opens the suite.
         let started = monotonicNanoseconds()
         switch arguments.first {
+        case let role? where PeerWorker.isPeerRole(role):
+            PeerWorker.run(role, directory: directory, name: name, count: count,
+                           idleMilliseconds: commandLine.value("--idle-ms").flatMap { Int($0) } ?? 1_000)
         case "cold":
             let suite = try? Suite(named: name, directory: directory)
             let value = suite?.string(forKey: "key.7")
@@ -112,7 +116,7 @@ enum BenchWorker {
     }
 
     /// Waits for "go" on standard input (read by the thread above: a line reaches it).
-    private static func waitForStart() {
+    static func waitForStart() {
         startSignal.wait()
     }
 

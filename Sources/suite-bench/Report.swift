@@ -53,9 +53,38 @@ enum Report {
             line += pad(comparison(row), 15) + " |"
             line += pad(format(row.floor?.median, unit: unit), 12) + pad(format(row.floor?.p99, unit: unit), 10)
             line += pad(row.floorRatio.map { String(format: "%.1f×", $0) } ?? "—", 9)
+            for column in row.peers ?? [] {
+                line += " |" + pad(format(column.figure?.median, unit: unit), 13) + pad(format(column.figure?.p99, unit: unit), 10)
+                line += pad(peerComparison(row, column), 15)
+            }
             lines.append(line)
         }
+        if let peers = rows.first(where: { $0.peers != nil })?.peers {
+            for column in peers { lines[0] += " |" + pad("\(column.peer.title) p50", 13) + pad("p99", 10) + pad("ours is", 15) }
+        }
         return lines.joined(separator: "\n")
+    }
+
+    /// "2.1× faster", "1.6× slower", "1.3× fewer": ours beside a peer.
+    static func peerComparison(_ row: BenchRow, _ column: BenchRow.PeerColumn) -> String {
+        guard let ratio = row.peerRatio(column) else { return "—" }
+        let (better, worse) = switch row.kind {
+        case .time: ("faster", "slower")
+        case .throughput: ("more", "fewer")
+        case .memory: ("less", "more")
+        }
+        return ratio >= 1 ? String(format: "%.1f× ", ratio) + better : String(format: "%.1f× ", 1 / ratio) + worse
+    }
+
+    /// With --peers: what each peer's column measures, row by row.
+    static func peerNotes(_ rows: [BenchRow]) -> [String] {
+        var notes = Peer.allCases.map(\.description)
+        for row in rows {
+            for column in row.peers ?? [] where !column.note.isEmpty && column.peer.isInstalled {
+                notes.append("\(row.name), \(column.peer.title): \(column.note)")
+            }
+        }
+        return notes
     }
 
     /// The targets of the benchmark issue, each met or missed.

@@ -70,6 +70,7 @@ do {
     rows.append(try bench.durableRow())
     progress("memory")
     rows.append(try bench.memoryRow())
+    if options.peers { try bench.addPeers(to: &rows, verified: &verified, progress: progress) }
 } catch {
     try? FileManager.default.removeItem(at: root)
     ToolError(status: 1, message: "\(error)").exit()
@@ -81,6 +82,10 @@ if options.json {
 } else {
     print("suite-bench\(options.quick ? " --quick" : ""), \(machine)\n")
     print(Report.table(rows))
+    if options.peers {
+        print("\nPeers:")
+        for note in Report.peerNotes(rows) { print("  \(note)") }
+    }
     print("\nTargets:")
     for (target, met) in Report.targets(rows, verified: verified) { print("  \(met ? "met   " : "MISSED") \(target)") }
 }

@@ -1,0 +1,209 @@
+import ChildProcess
+import Foundation
+import Glibc
+import ToolSupport
+
+/// `--peers`: SQLite and LMDB doing each row's job, with the row's own definition and
+/// sample counts, after ours. Multi-process rows use peer workers (PeerWorker.swift).
+extension Bench {
+    /// Adds the peers' columns to every row. A peer's contended count that is not exact
+    /// turns `verified` false, as ours would.
+    func addPeers(to rows: inout [BenchRow], verified: inout Bool, progress: (String) -> Void) throws {
+        var getColumns: [Peer: BenchRow.PeerColumn] = [:]
+        for index in rows.indices {
+            let name = rows[index].name
+            progress("SQLite and LMDB: \(name)")
+            rows[index].peers = try Peer.allCases.map { peer in
+                guard peer.isInstalled else { return .init(peer: peer, figure: nil, note: peer.notInstalled) }
+                if name == "get_foundation_sync", let get = getColumns[peer] {
+                    return .init(peer: peer, figure: get.figure, note: "the same reads as in get")
+                }
+                let (column, exact) = try peerColumn(peer, row: rows[index])
+                if name == "get" { getColumns[peer] = column }
+                if !exact { verified = false }
+                return column
+            }
+        }
+    }
+
+    private func peerColumn(_ peer: Peer, row: BenchRow) throws -> (BenchRow.PeerColumn, exact: Bool) {
+        func column(_ samples: Samples, _ note: String) -> (BenchRow.PeerColumn, exact: Bool) {
+            (.init(peer: peer, figure: .init(samples), note: note), true)
+        }
+        let write = peer == .sqlite ? "INSERT OR REPLACE, committed on its own" : "a write transaction with one mdb_put"
+        switch row.name {
+        case "set":
+            let store = try peerStore(peer, "set", keys: 100)
+            let samples = try measureEach(options.samples(20_000, quick: 2_000), warmUp: 500) { index in
+                let (key, value) = Bench.write(index)
+                try store.set(value, forKey: key)
+            }
+            return column(samples, "one write on a 100-key store: \(write)")
+        case "get":
+            let store = try peerStore(peer, "get", keys: 100)
+            var found = 0
+            let samples = measureBatches(options.samples(400, quick: 40), of: 1_000) { index in
+                if (try? store.string(forKey: Bench.keys[index % 100])) != nil { found += 1 }
+            }
+            guard found > 0 else { throw PeerError("\(peer.title) found no key") }
+            let read = peer == .sqlite ? "a SELECT on a prepared statement, outside a transaction"
+                : "mdb_get in a read transaction (mdb_txn_renew ... mdb_txn_reset)"
+            return column(samples, "\(read), the value copied into a String (per call, timed in batches of 1,000)")
+        case "writes100":
+            let store = try peerStore(peer, "writes100", keys: 100)
+            var samples = Samples()
+            for round in 0..<options.samples(200, quick: 20) {
+                let start = monotonicNanoseconds()
+                for index in 0..<100 {
+                    let (key, value) = Bench.write(round * 100 + index)
+                    try store.set(value, forKey: key)
+                }
+                samples.add(Double(monotonicNanoseconds() - start) / 1_000)
+            }
+            return column(samples, "100 writes in a row, each \(write)")
+        case "update":
+            let store = try peerStore(peer, "update", keys: 100)
+            let samples = try measureEach(options.samples(20_000, quick: 2_000), warmUp: 500) { _ in try store.increment("counter") }
+            return column(samples, incrementNote(peer))
+        case "update_contended":
+            return try contended(peer)
+        case "scale_10", "scale_1000", "scale_10000", "scale_1mib_value":
+            let keys = ["scale_10": 10, "scale_1000": 1_000, "scale_10000": 10_000][row.name] ?? 100
+            let store = try peerStore(peer, row.name, keys: keys)
+            if row.name == "scale_1mib_value" { try store.setZeroes(1 << 20, forKey: "big") }
+            let samples = try measureEach(options.samples(5_000, quick: 500), warmUp: 200) { index in
+                let (key, value) = Bench.write(index)
+                try store.set(value, forKey: key)
+            }
+            return column(samples, "set on a store of \(row.name == "scale_1mib_value" ? "100 keys and one 1 MiB value" : "\(keys) keys")")
+        case "notify_1", "notify_8":
+            return try (notification(peer, watchers: row.name == "notify_1" ? 1 : 8), true)
+        case "cold_start":
+            return try (coldStart(peer), true)
+        case "durable_set":
+            let store = try peerStore(peer, "durable", keys: 100, durable: true)
+            let samples = try measureEach(options.samples(500, quick: 50), warmUp: 10) { index in
+                let (key, value) = Bench.write(index)
+                try store.set(value, forKey: key)
+            }
+            return column(samples, peer == .sqlite ? "synchronous=FULL in WAL mode (the WAL is synced at each commit)"
+                : "without MDB_NOSYNC (each commit is synced)")
+        case "memory":
+            return try (memory(peer, ours: row), true)
+        default:
+            return (.init(peer: peer, figure: nil, note: "not applicable"), true)
+        }
+    }
+
+    private func incrementNote(_ peer: Peer) -> String {
+        peer == .sqlite ? "BEGIN IMMEDIATE, SELECT, INSERT OR REPLACE, COMMIT" : "mdb_get and mdb_put in one write transaction"
+    }
+
+    /// A store of the run's directory, filled with `keys` keys.
+    private func peerStore(_ peer: Peer, _ name: String, keys: Int, durable: Bool = false) throws -> any PeerStore {
+        let store = try peer.open(peer.path(name, in: root), durable: durable)
+        try store.fill(keys)
+        return store
+    }
+
+    /// Four processes incrementing one counter, each read and write in one transaction.
+    private func contended(_ peer: Peer) throws -> (BenchRow.PeerColumn, exact: Bool) {
+        let each = options.samples(20_000, quick: 1_000)
+        try peerStore(peer, "contended", keys: 0).set(0, forKey: "counter")
+        let workers = try (0..<4).map { _ in try worker("\(peer.rawValue)-contend", ["suite": "contended", "count": "\(each)"]) }
+        for process in workers { _ = try process.expect("ready") }
+        let start = monotonicNanoseconds()
+        for process in workers { process.send("go\n") }
+        for process in workers { _ = try process.expect("done", within: .seconds(3_600)) }
+        let seconds = Double(monotonicNanoseconds() - start) / 1e9
+        for process in workers { _ = process.wait(timeout: .seconds(60)) }
+        let final = try peer.open(peer.path("contended", in: root)).integer(forKey: "counter") ?? 0
+        let exact = final == 4 * each
+        return (.init(peer: peer, figure: .init(median: Double(4 * each) / seconds, p99: nil),
+                      note: "commits per second across 4 processes, each \(incrementNote(peer)); ended at \(final) of \(4 * each) (\(exact ? "exact" : "WRONG"))"),
+                exact)
+    }
+
+    /// Watchers that poll every 1 ms (neither peer can wake another process): from a
+    /// write's return to the first poll that sees it or a later write.
+    private func notification(_ peer: Peer, watchers: Int) throws -> BenchRow.PeerColumn {
+        let writes = options.samples(500, quick: 50), idle = options.samples(1_000, quick: 200)
+        let name = "notify\(watchers)"
+        let store = try peerStore(peer, name, keys: 10)
+        let processes = try (0..<watchers).map { _ in
+            try worker("\(peer.rawValue)-watch", ["suite": name, "count": "\(writes)", "idle-ms": "\(idle)"])
+        }
+        var idleShares: [Double] = []
+        for process in processes {
+            let fields = try process.expect("idle ").split(separator: " ")
+            guard fields.count == 3, let cpu = Double(fields[1]), let wall = Double(fields[2]), wall > 0 else {
+                throw PeerError("a \(peer.title) poller reported \(fields)")
+            }
+            idleShares.append(cpu / wall)
+            _ = try process.expect("ready")
+        }
+        var returned: [UInt64] = []
+        for sequence in 0..<writes {
+            try store.set(sequence, forKey: "t")
+            returned.append(monotonicNanoseconds())
+            // 1 to 2 ms apart, at random: writes 1 ms apart would keep one phase to the 1 ms polls.
+            usleep(1_000 + UInt32.random(in: 0..<1_000))
+        }
+        var latencies = Samples(), seen = 0
+        for process in processes {
+            _ = try process.expect("got \(writes - 1) ")
+            var next = 0
+            for line in process.lines where line.hasPrefix("got ") {
+                let fields = line.split(separator: " ")
+                guard fields.count == 3, let value = Int(fields[1]), let arrived = UInt64(fields[2]) else { continue }
+                seen += 1
+                while next <= min(value, writes - 1) {
+                    latencies.add((Double(arrived) - Double(returned[next])) / 1_000)
+                    next += 1
+                }
+            }
+            process.closeInput()
+            _ = process.wait(timeout: .seconds(60))
+        }
+        guard latencies.values.count == watchers * writes else {
+            throw PeerError("the \(peer.title) pollers saw \(latencies.values.count) of \(watchers * writes) changes")
+        }
+        let stamp = peer == .sqlite ? "PRAGMA data_version" : "the last transaction id (mdb_env_info)"
+        let idleShare = idleShares.reduce(0, +) / Double(idleShares.count)
+        return .init(peer: peer, figure: .init(latencies),
+                     note: String(format: "%d %@ polling %@ every 1 ms (usleep), then reading t, writes 1–2 ms apart at random; a change counts as delivered at the first poll that sees it or a later one (%d of %d seen one by one); max %.0f µs; an idle poller uses %.1f%% of a core",
+                                  watchers, watchers == 1 ? "process" : "processes", stamp, seen, watchers * writes, latencies.maximum ?? 0, idleShare * 100))
+    }
+
+    /// The library part of a new process: from just before opening a 100-key store to its first value.
+    private func coldStart(_ peer: Peer) throws -> BenchRow.PeerColumn {
+        _ = try peerStore(peer, "cold", keys: 100)
+        var samples = Samples()
+        for _ in 0..<options.samples(60, quick: 10) {
+            let process = try worker("\(peer.rawValue)-cold", ["suite": "cold"])
+            let fields = try process.expect("cold").split(separator: " ")
+            _ = process.wait(timeout: .seconds(60))
+            guard fields.count == 4, let start = UInt64(fields[1]), let read = UInt64(fields[2]), fields[3] == "true" else {
+                throw PeerError("a \(peer.title) cold start did not read its value: \(fields)")
+            }
+            samples.add(Double(read - start) / 1_000)
+        }
+        let open = peer == .sqlite ? "sqlite3_open_v2, prepare, one SELECT" : "mdb_env_create, mdb_env_open, a read transaction, mdb_get"
+        return .init(peer: peer, figure: .init(samples),
+                     note: "from just before opening a 100-key store to the first value read, in a new process (\(open)); the library was loaded (dlopen) before, as a linked program's would be")
+    }
+
+    /// Peak RSS of a process that opened a 10,000-key store and read every key once.
+    private func memory(_ peer: Peer, ours: BenchRow) throws -> BenchRow.PeerColumn {
+        _ = try peerStore(peer, "memory", keys: 10_000)
+        let path = peer.path("memory", in: root)
+        let fields = try worker("\(peer.rawValue)-memory", ["suite": "memory"]).expect("memory").split(separator: " ")
+        guard fields.count == 4, let before = Double(fields[1]), let peak = Double(fields[2]), fields[3] == "10000" else {
+            throw PeerError("a \(peer.title) memory probe did not read 10,000 keys: \(fields)")
+        }
+        let size = Double((try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0) / 1_048_576
+        return .init(peer: peer, figure: .init(median: peak / 1_024, p99: nil),
+                     note: String(format: "MiB: peak RSS of a process that opened a 10,000-key store and read every value once (keeping none); %.2f MiB above the process before opening; the file is %.2f MiB",
+                                  (peak - before) / 1_024, size))
+    }
+}
