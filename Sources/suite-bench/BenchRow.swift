@@ -42,12 +42,15 @@ struct BenchRow: Sendable {
         case throughput
         /// MiB of resident memory; less is better.
         case memory
+        /// CPU milliseconds per 1,000 changes delivered; less is better.
+        case cpu
     }
 
     var kind: Kind {
         switch name {
         case "update_contended": .throughput
         case "memory": .memory
+        case "notify_cpu": .cpu
         default: .time
         }
     }

@@ -81,7 +81,10 @@ enum BenchWorker {
                 if sequence == count - 1 { finished.signal() }
             }
             Output.line("ready")
+            let watching = processCPUNanoseconds()
             finished.wait()
+            // Every thread's CPU while the changes came: the watcher's, the observers'.
+            Output.line("cpu \(processCPUNanoseconds() - watching)")
             withExtendedLifetime(token) {}
         case "inotify-floor":
             // The bare inotify wake: a watch on the file, a blocking read of the event,

@@ -6,11 +6,12 @@ import ToolSupport
 
 extension Bench {
     /// From a write's return in this process to the observer's delivery in another,
-    /// with 1 and with 8 watching processes.
+    /// with 1 and with 8 watching processes; and what a watcher's CPU costs per change.
     func notificationRows() throws -> [BenchRow] {
         let writes = options.samples(500, quick: 50)
         let floor = try inotifyFloor(writes)
-        return try [1, 8].map { watchers in
+        var cpuPerThousand = Samples()
+        let rows = try [1, 8].map { watchers in
             let suite = try self.suite("notify\(watchers)", keys: 10)
             let processes = try (0..<watchers).map { _ in try worker("watch", ["suite": "notify\(watchers)", "count": "\(writes)"]) }
             for process in processes { _ = try process.expect("ready") }
@@ -23,6 +24,10 @@ extension Bench {
             var latencies = Samples()
             for process in processes {
                 _ = try process.expect("got \(writes - 1) ")
+                let cpu = try process.expect("cpu ").split(separator: " ")
+                if watchers == 1, cpu.count == 2, let nanoseconds = Double(cpu[1]) {
+                    cpuPerThousand.add(nanoseconds / Double(writes) * 1_000 / 1_000_000)
+                }
                 for line in process.lines where line.hasPrefix("got ") {
                     let fields = line.split(separator: " ")
                     guard fields.count == 3, let sequence = Int(fields[1]), let arrived = UInt64(fields[2]), sequence < writes else { continue }
@@ -38,6 +43,11 @@ extension Bench {
                             note: String(format: "from a write's return to delivery in another process, %d watching, %d changes each; max %.0f µs; floor: a bare inotify wake after a write; Foundation delivers none across processes",
                                          watchers, writes, latencies.maximum ?? 0))
         }
+        guard let cpu = BenchRow.Figure(cpuPerThousand) else {
+            throw ToolError(status: 1, message: "the watcher did not report its CPU time")
+        }
+        return rows + [BenchRow(name: "notify_cpu", ours: cpu, foundation: nil, floor: nil,
+                                note: "ms of CPU, not µs: the watching process's CPU time (every thread) per 1,000 changes delivered, while notify_1's \(writes) changes came, 1 ms apart; Foundation delivers none across processes")]
     }
 
     /// A process blocked on inotify, woken by a write to the file it watches.

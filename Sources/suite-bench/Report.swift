@@ -28,6 +28,7 @@ enum Report {
         case .time: "µs"
         case .throughput: "/s"
         case .memory: "MiB"
+        case .cpu: "ms CPU"
         }
     }
 
@@ -37,7 +38,7 @@ enum Report {
         let word = switch row.kind {
         case .time: "faster"
         case .throughput: "more"
-        case .memory: "less"
+        case .memory, .cpu: "less"
         }
         return String(format: "%.1f× ", ratio) + word
     }
@@ -71,7 +72,7 @@ enum Report {
         let (better, worse) = switch row.kind {
         case .time: ("faster", "slower")
         case .throughput: ("more", "fewer")
-        case .memory: ("less", "more")
+        case .memory, .cpu: ("less", "more")
         }
         return ratio >= 1 ? String(format: "%.1f× ", ratio) + better : String(format: "%.1f× ", 1 / ratio) + worse
     }

@@ -24,7 +24,7 @@ struct BenchToolTests {
         let rows = try #require(object["rows"] as? [[String: Any]])
         #expect(rows.compactMap { $0["name"] as? String } == [
             "set", "get", "get_foundation_sync", "writes100", "update", "update_contended", "scale_10", "scale_1000",
-            "scale_10000", "scale_1mib_value", "notify_1", "notify_8", "cold_start", "durable_set", "memory",
+            "scale_10000", "scale_1mib_value", "notify_1", "notify_8", "notify_cpu", "cold_start", "durable_set", "memory",
         ])
         for row in rows {
             for field in ["ours_median_us", "ours_p99_us", "foundation_median_us", "foundation_p99_us", "floor_median_us", "floor_p99_us", "note"] {
@@ -38,6 +38,9 @@ struct BenchToolTests {
         #expect((contended?["note"] as? String)?.contains("commits per second") == true)
         #expect(((rows.first { $0["name"] as? String == "memory" })?["note"] as? String)?.hasPrefix("MiB") == true)
         #expect(rows.first { $0["name"] as? String == "notify_8" }?["foundation_median_us"] is NSNull)
+        let cpu = rows.first { $0["name"] as? String == "notify_cpu" }
+        #expect((cpu?["note"] as? String)?.hasPrefix("ms of CPU") == true)
+        #expect((cpu?["ours_median_us"] as? Double).map { $0 > 0 } == true, "a watcher's CPU is measured: \(cpu ?? [:])")
         // The chart was written, and UserDefaults wrote nothing into the user's configuration.
         let chart = try String(contentsOf: directory.file("chart.svg"), encoding: .utf8)
         #expect(chart.hasPrefix("<svg") && chart.contains("faster than Foundation"))
@@ -59,7 +62,7 @@ struct BenchToolTests {
         let json = try #require(bench.lines.last)
         let object = try #require(try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any])
         let rows = try #require(object["rows"] as? [[String: Any]])
-        #expect(rows.count == 15)
+        #expect(rows.count == 16)
         var installed = ["sqlite": true, "lmdb": true]
         for row in rows {
             let name = row["name"] as? String ?? ""

@@ -9,7 +9,7 @@ extension Bench {
     /// Adds the peers' columns to every row. A peer's contended count that is not exact
     /// turns `verified` false, as ours would.
     func addPeers(to rows: inout [BenchRow], verified: inout Bool, progress: (String) -> Void) throws {
-        var getColumns: [Peer: BenchRow.PeerColumn] = [:]
+        var getColumns: [Peer: BenchRow.PeerColumn] = [:], cpuColumns: [Peer: BenchRow.PeerColumn] = [:]
         for index in rows.indices {
             let name = rows[index].name
             progress("SQLite and LMDB: \(name)")
@@ -17,6 +17,15 @@ extension Bench {
                 guard peer.isInstalled else { return .init(peer: peer, figure: nil, note: peer.notInstalled) }
                 if name == "get_foundation_sync", let get = getColumns[peer] {
                     return .init(peer: peer, figure: get.figure, note: "the same reads as in get")
+                }
+                // notify_1's pollers give notify_cpu too.
+                if name == "notify_1" {
+                    let measured = try notification(peer, watchers: 1)
+                    cpuColumns[peer] = measured.cpu
+                    return measured.latency
+                }
+                if name == "notify_cpu" {
+                    return cpuColumns[peer] ?? .init(peer: peer, figure: nil, note: "measured with notify_1, which did not run")
                 }
                 let (column, exact) = try peerColumn(peer, row: rows[index])
                 if name == "get" { getColumns[peer] = column }
@@ -77,7 +86,7 @@ extension Bench {
             }
             return column(samples, "set on a store of \(row.name == "scale_1mib_value" ? "100 keys and one 1 MiB value" : "\(keys) keys")")
         case "notify_1", "notify_8":
-            return try (notification(peer, watchers: row.name == "notify_1" ? 1 : 8), true)
+            return try (notification(peer, watchers: row.name == "notify_1" ? 1 : 8).latency, true)
         case "cold_start":
             return try (coldStart(peer), true)
         case "durable_set":
@@ -126,7 +135,8 @@ extension Bench {
 
     /// Watchers that poll every 1 ms (neither peer can wake another process): from a
     /// write's return to the first poll that sees it or a later write.
-    private func notification(_ peer: Peer, watchers: Int) throws -> BenchRow.PeerColumn {
+    /// The latency column, and the pollers' CPU per 1,000 changes (notify_cpu's column).
+    private func notification(_ peer: Peer, watchers: Int) throws -> (latency: BenchRow.PeerColumn, cpu: BenchRow.PeerColumn) {
         let writes = options.samples(500, quick: 50), idle = options.samples(1_000, quick: 200)
         let name = "notify\(watchers)"
         let store = try peerStore(peer, name, keys: 10)
@@ -134,6 +144,7 @@ extension Bench {
             try worker("\(peer.rawValue)-watch", ["suite": name, "count": "\(writes)", "idle-ms": "\(idle)"])
         }
         var idleShares: [Double] = []
+        var cpuPerThousand = Samples()
         for process in processes {
             let fields = try process.expect("idle ").split(separator: " ")
             guard fields.count == 3, let cpu = Double(fields[1]), let wall = Double(fields[2]), wall > 0 else {
@@ -152,6 +163,8 @@ extension Bench {
         var latencies = Samples(), seen = 0
         for process in processes {
             _ = try process.expect("got \(writes - 1) ")
+            let cpu = try process.expect("cpu ").split(separator: " ")
+            if cpu.count == 2, let nanoseconds = Double(cpu[1]) { cpuPerThousand.add(nanoseconds / Double(writes) * 1_000 / 1_000_000) }
             var next = 0
             for line in process.lines where line.hasPrefix("got ") {
                 let fields = line.split(separator: " ")
@@ -170,9 +183,12 @@ extension Bench {
         }
         let stamp = peer == .sqlite ? "PRAGMA data_version" : "the last transaction id (mdb_env_info)"
         let idleShare = idleShares.reduce(0, +) / Double(idleShares.count)
-        return .init(peer: peer, figure: .init(latencies),
+        let cpu = BenchRow.PeerColumn(peer: peer, figure: .init(cpuPerThousand),
+                                      note: "the poller's CPU time per 1,000 changes delivered, while \(writes) changes came 1–2 ms apart; it polls whether or not anything changes")
+        let latency = BenchRow.PeerColumn(peer: peer, figure: .init(latencies),
                      note: String(format: "%d %@ polling %@ every 1 ms (usleep), then reading t, writes 1–2 ms apart at random; a change counts as delivered at the first poll that sees it or a later one (%d of %d seen one by one); max %.0f µs; an idle poller uses %.1f%% of a core",
                                   watchers, watchers == 1 ? "process" : "processes", stamp, seen, watchers * writes, latencies.maximum ?? 0, idleShare * 100))
+        return (latency, cpu)
     }
 
     /// The library part of a new process: from just before opening a 100-key store to its first value.

@@ -56,16 +56,18 @@ enum PeerWorker {
 
     /// Polls the store's change stamp every 1 ms. First, with nothing changing, for
     /// `idleMilliseconds`, reporting the CPU that costs ("idle CPU-ns wall-ns"); then
-    /// reports when each change of "t" was seen ("got VALUE TIME"), until the last.
+    /// reports when each change of "t" was seen ("got VALUE TIME"), until the last,
+    /// and the CPU that took ("cpu CPU-ns").
     private static func watch(_ store: any PeerStore, count: Int, idleMilliseconds: Int) throws {
         var last = try store.changeStamp()
-        let idleStart = monotonicNanoseconds(), cpuStart = cpuNanoseconds()
+        let idleStart = monotonicNanoseconds(), cpuStart = processCPUNanoseconds()
         while monotonicNanoseconds() - idleStart < UInt64(idleMilliseconds) * 1_000_000 {
             usleep(1_000)
             if try store.changeStamp() != last { throw PeerError("the store changed while idle") }
         }
-        Output.line("idle \(cpuNanoseconds() - cpuStart) \(monotonicNanoseconds() - idleStart)")
+        Output.line("idle \(processCPUNanoseconds() - cpuStart) \(monotonicNanoseconds() - idleStart)")
         Output.line("ready")
+        let watching = processCPUNanoseconds()
         while true {
             usleep(1_000)
             let stamp = try store.changeStamp()
@@ -73,14 +75,10 @@ enum PeerWorker {
             last = stamp
             guard let value = try store.integer(forKey: "t") else { continue }
             Output.line("got \(value) \(monotonicNanoseconds())")
-            if value >= count - 1 { return }
+            if value >= count - 1 {
+                Output.line("cpu \(processCPUNanoseconds() - watching)")
+                return
+            }
         }
-    }
-
-    /// CPU time of the whole process.
-    private static func cpuNanoseconds() -> UInt64 {
-        var time = timespec()
-        clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &time)
-        return UInt64(time.tv_sec) * 1_000_000_000 + UInt64(time.tv_nsec)
     }
 }
