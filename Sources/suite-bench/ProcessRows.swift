@@ -5,17 +5,24 @@ import SuiteDefaults
 import ToolSupport
 
 extension Bench {
+    /// Four worker processes of `role` incrementing one counter of the suite `name`
+    /// `each` times, started at once: the seconds from the start to the last one done.
+    func contend(_ role: String, suite name: String, each: Int) throws -> Double {
+        let workers = try (0..<4).map { _ in try worker(role, ["suite": name, "count": "\(each)"]) }
+        for process in workers { _ = try process.expect("ready") }
+        let start = monotonicNanoseconds()
+        for process in workers { process.send("go\n") }
+        for process in workers { _ = try process.expect("done", within: .seconds(3_600)) }
+        let seconds = Double(monotonicNanoseconds() - start) / 1e9
+        for process in workers { _ = process.wait(timeout: .seconds(60)) }
+        return seconds
+    }
+
     /// Four processes incrementing one counter at once: commits per second, and the
     /// count checked at the end.
     func contendedUpdateRow() throws -> (BenchRow, verified: Bool) {
         func run(_ role: String, _ name: String, _ each: Int) throws -> (perSecond: Double, final: Int) {
-            let workers = try (0..<4).map { _ in try worker(role, ["suite": name, "count": "\(each)"]) }
-            for process in workers { _ = try process.expect("ready") }
-            let start = monotonicNanoseconds()
-            for process in workers { process.send("go\n") }
-            for process in workers { _ = try process.expect("done", within: .seconds(3_600)) }
-            let seconds = Double(monotonicNanoseconds() - start) / 1e9
-            for process in workers { _ = process.wait(timeout: .seconds(60)) }
+            let seconds = try contend(role, suite: name, each: each)
             // UserDefaults answers from its cache until synchronize() reads the file again.
             let defaults = role == "contend" ? nil : UserDefaults(suiteName: name)
             defaults?.synchronize()

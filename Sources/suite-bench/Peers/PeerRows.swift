@@ -119,13 +119,7 @@ extension Bench {
     private func contended(_ peer: Peer) throws -> (BenchRow.PeerColumn, exact: Bool) {
         let each = options.samples(20_000, quick: 1_000)
         try peerStore(peer, "contended", keys: 0).set(0, forKey: "counter")
-        let workers = try (0..<4).map { _ in try worker("\(peer.rawValue)-contend", ["suite": "contended", "count": "\(each)"]) }
-        for process in workers { _ = try process.expect("ready") }
-        let start = monotonicNanoseconds()
-        for process in workers { process.send("go\n") }
-        for process in workers { _ = try process.expect("done", within: .seconds(3_600)) }
-        let seconds = Double(monotonicNanoseconds() - start) / 1e9
-        for process in workers { _ = process.wait(timeout: .seconds(60)) }
+        let seconds = try contend("\(peer.rawValue)-contend", suite: "contended", each: each)
         let final = try peer.open(peer.path("contended", in: root)).integer(forKey: "counter") ?? 0
         let exact = final == 4 * each
         return (.init(peer: peer, figure: .init(median: Double(4 * each) / seconds, p99: nil),
