@@ -85,16 +85,21 @@ final class SQLiteStore: PeerStore {
         _ = sqlite.close(database)
     }
 
+    /// SQLite's message for the last failure on `database`.
+    private static func message(_ sqlite: SQLiteLibrary, _ database: OpaquePointer?) -> String {
+        sqlite.errorMessage(database).map { String(cString: $0) } ?? "no message"
+    }
+
     private static func exec(_ sqlite: SQLiteLibrary, _ database: OpaquePointer?, _ sql: String) throws(PeerError) {
         guard sqlite.exec(database, sql, nil, nil, nil) == SQLiteLibrary.ok else {
-            throw PeerError("\(sql): \(String(cString: sqlite.errorMessage(database)!))")
+            throw PeerError("\(sql): \(message(sqlite, database))")
         }
     }
 
     private static func prepare(_ sqlite: SQLiteLibrary, _ database: OpaquePointer?, _ sql: String) throws(PeerError) -> OpaquePointer {
         var statement: OpaquePointer?
         guard sqlite.prepare(database, sql, -1, &statement, nil) == SQLiteLibrary.ok, let statement else {
-            throw PeerError("\(sql): \(String(cString: sqlite.errorMessage(database)!))")
+            throw PeerError("\(sql): \(message(sqlite, database))")
         }
         return statement
     }
@@ -111,68 +116,61 @@ final class SQLiteStore: PeerStore {
     private func run(_ statement: OpaquePointer) throws(PeerError) {
         let status = sqlite.step(statement)
         _ = sqlite.reset(statement)
-        guard status == SQLiteLibrary.done else { throw PeerError("sqlite3_step: \(status) \(String(cString: sqlite.errorMessage(database)!))") }
+        guard status == SQLiteLibrary.done else { throw PeerError("sqlite3_step: \(status) \(SQLiteStore.message(sqlite, database))") }
     }
 
-    /// Binds a string without copying it: the statement runs before the closure returns.
-    private func bind(_ text: String, to index: Int32, of statement: OpaquePointer) {
+    /// Runs `body` with `text` bound to parameter `index` of `statement` without a
+    /// copy (SQLITE_STATIC): the statement must run inside `body`, while the bytes live.
+    private func withBound<R>(_ text: String, to index: Int32, of statement: OpaquePointer, _ body: () throws -> R) throws -> R {
         var text = text
-        text.withUTF8 { _ = sqlite.bindText(statement, index, $0.baseAddress, Int32($0.count), 0) }
+        return try text.withUTF8 { bytes in
+            _ = sqlite.bindText(statement, index, bytes.baseAddress, Int32(bytes.count), 0)
+            return try body()
+        }
     }
 
     func set(_ value: String, forKey key: String) throws {
-        var key = key, value = value
-        try key.withUTF8 { keyBytes in
-            try value.withUTF8 { valueBytes in
-                _ = sqlite.bindText(insert, 1, keyBytes.baseAddress, Int32(keyBytes.count), 0)
-                _ = sqlite.bindText(insert, 2, valueBytes.baseAddress, Int32(valueBytes.count), 0)
-                try run(insert)
-            }
+        try withBound(key, to: 1, of: insert) {
+            try withBound(value, to: 2, of: insert) { try run(insert) }
         }
     }
 
     func set(_ value: Int, forKey key: String) throws {
-        var key = key
-        try key.withUTF8 { keyBytes in
-            _ = sqlite.bindText(insert, 1, keyBytes.baseAddress, Int32(keyBytes.count), 0)
+        try withBound(key, to: 1, of: insert) {
             _ = sqlite.bindInt64(insert, 2, Int64(value))
             try run(insert)
         }
     }
 
     func setZeroes(_ count: Int, forKey key: String) throws {
-        bind(key, to: 1, of: insert)
-        _ = sqlite.bindZeroBlob(insert, 2, Int32(count))
-        try run(insert)
+        try withBound(key, to: 1, of: insert) {
+            _ = sqlite.bindZeroBlob(insert, 2, Int32(count))
+            try run(insert)
+        }
     }
 
-    /// A fresh read: outside a transaction, each SELECT sees the last commit of any process.
-    func string(forKey key: String) throws -> String? {
-        var key = key
-        return try key.withUTF8 { keyBytes in
-            _ = sqlite.bindText(select, 1, keyBytes.baseAddress, Int32(keyBytes.count), 0)
+    /// A fresh read of `key`'s value, by `column` (given the statement); nil when absent.
+    /// Outside a transaction, each SELECT sees the last commit of any process.
+    private func selectValue<R>(_ key: String, _ column: (OpaquePointer) -> R?) throws -> R? {
+        try withBound(key, to: 1, of: select) {
             defer { _ = sqlite.reset(select) }
             switch sqlite.step(select) {
-            case SQLiteLibrary.row:
-                guard let text = sqlite.columnText(select, 0) else { return nil }
-                return String(decoding: UnsafeBufferPointer(start: text, count: Int(sqlite.columnBytes(select, 0))), as: UTF8.self)
+            case SQLiteLibrary.row: return column(select)
             case SQLiteLibrary.done: return nil
-            case let status: throw PeerError("SELECT: \(status) \(String(cString: sqlite.errorMessage(database)!))")
+            case let status: throw PeerError("SELECT: \(status) \(SQLiteStore.message(sqlite, database))")
             }
+        }
+    }
+
+    func string(forKey key: String) throws -> String? {
+        try selectValue(key) { select in
+            guard let text = sqlite.columnText(select, 0) else { return nil }
+            return String(decoding: UnsafeBufferPointer(start: text, count: Int(sqlite.columnBytes(select, 0))), as: UTF8.self)
         }
     }
 
     func integer(forKey key: String) throws -> Int? {
-        var key = key
-        return try key.withUTF8 { keyBytes in
-            _ = sqlite.bindText(select, 1, keyBytes.baseAddress, Int32(keyBytes.count), 0)
-            defer { _ = sqlite.reset(select) }
-            switch sqlite.step(select) {
-            case SQLiteLibrary.row: return Int(sqlite.columnInt64(select, 0))
-            case SQLiteLibrary.done: return nil
-            case let status: throw PeerError("SELECT: \(status) \(String(cString: sqlite.errorMessage(database)!))")
-            }
-        }
+        try selectValue(key) { Int(sqlite.columnInt64($0, 0)) }
     }
 
     /// Read, +1, write in one BEGIN IMMEDIATE transaction (the write lock from the start,
