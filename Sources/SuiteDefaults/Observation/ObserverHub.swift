@@ -47,12 +47,22 @@ final class ObserverHub: AppliedCommitListener {
     /// The queue of this suite's observers, made with the first; in a forked child,
     /// made again (the parent's thread does not exist there).
     private var queue: ObserverQueue {
+        withObservers(Self.queue(of:))
+    }
+
+    /// The observers registered now and their queue, under one lock; nil when there
+    /// are none (no queue is made for nobody).
+    private func sinksAndQueue() -> (sinks: [ObserverSink], queue: ObserverQueue)? {
         withObservers { observers in
-            if let queue = observers.queue { return queue }
-            let made = ObserverQueue(serial: SerialQueue(name: "suite-observers"))
-            observers.queue = made
-            return made
+            observers.sinks.isEmpty ? nil : (Array(observers.sinks.values), Self.queue(of: &observers))
         }
+    }
+
+    private static func queue(of observers: inout Observers) -> ObserverQueue {
+        if let queue = observers.queue { return queue }
+        let made = ObserverQueue(serial: SerialQueue(name: "suite-observers"))
+        observers.queue = made
+        return made
     }
 
     // MARK: Observers
@@ -121,8 +131,7 @@ final class ObserverHub: AppliedCommitListener {
 
     /// Under the store's lock: queues the changes for the observers registered now.
     func store(_ store: SuiteStore, applied commits: [AppliedCommit]) {
-        let sinks = withObservers { Array($0.sinks.values) }
-        guard !sinks.isEmpty else { return }
+        guard let (sinks, queue) = sinksAndQueue() else { return }
         let pid = ProcessIdentity.id
         var changes: [SuiteChange] = []
         for commit in commits {
@@ -179,7 +188,7 @@ final class ObserverHub: AppliedCommitListener {
     /// the observers' queue (after the changes already queued).
     private func fail(_ kind: SuiteDiagnostic.Kind, _ error: SuiteError, _ message: String) {
         SuiteDiagnostics.report(SuiteDiagnostic(kind: kind, suite: suite, directory: directoryPath, message: message))
-        let sinks = withObservers { Array($0.sinks.values) }
+        guard let (sinks, queue) = sinksAndQueue() else { return }
         queue.async { sinks.forEach { $0.fail(error) } }
     }
 
