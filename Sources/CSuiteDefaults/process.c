@@ -2,6 +2,7 @@
 #include "CSuiteDefaults.h"
 
 #include <errno.h>
+#include <malloc.h>
 #include <fcntl.h>
 #include <linux/futex.h>
 #include <pthread.h>
@@ -46,8 +47,12 @@ void sd_lock_descriptor_remove(int registration) {
 // the same open file description, so it goes too (see below).
 static void sd_unmap_shared_pages_in_child(void);
 
+// 0 until first asked for, and again in a forked child.
+static pid_t cached_process_id = 0;
+
 static void sd_count_fork_in_child(void) {
     __atomic_add_fetch(&sd_fork_epoch_storage, 1, __ATOMIC_RELAXED);
+    __atomic_store_n(&cached_process_id, 0, __ATOMIC_RELAXED);
     sd_unmap_shared_pages_in_child();
     int null = -1;
     for (int slot = 0; slot < SD_HELD_SLOTS; slot++) {
@@ -68,6 +73,17 @@ static void sd_register_fork_handler(void) {
 
 void sd_fork_epoch_start(void) {
     pthread_once(&fork_handler_once, sd_register_fork_handler);
+}
+
+int32_t sd_process_id(void) {
+    pid_t pid = __atomic_load_n(&cached_process_id, __ATOMIC_RELAXED);
+    if (pid != 0) return pid;
+    // The fork handler, which forgets the number in a child, is in place before the
+    // number is kept.
+    sd_fork_epoch_start();
+    pid = getpid();
+    __atomic_store_n(&cached_process_id, pid, __ATOMIC_RELAXED);
+    return pid;
 }
 
 void sd_name_current_thread(const char *name) {
@@ -236,4 +252,11 @@ void sd_bus_guard_remove(int registration) {
     if (chunk == NULL) return;
     __atomic_store_n(&chunk->slots[registration % SD_BUS_GUARD_CHUNK].tripped, 0, __ATOMIC_RELEASE);
     __atomic_store_n(&chunk->slots[registration % SD_BUS_GUARD_CHUNK].page, 0, __ATOMIC_RELEASE);
+}
+
+// MARK: Measuring
+
+size_t sd_heap_bytes_in_use(void) {
+    struct mallinfo2 info = mallinfo2();
+    return info.uordblks + info.hblkhd;
 }

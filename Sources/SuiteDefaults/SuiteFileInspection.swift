@@ -45,7 +45,7 @@
             return
         }
         let result = bytes.withUnsafeBytes { buffer in
-            Result { () throws(DataFileScan.Refusal) in try DataFileScan.scan(buffer, committedLength: nil) }
+            Result { () throws(DataFileScan.Refusal) in try DataFileScan.scan(buffer, committedLength: nil, keepingRecords: true) }
         }
         switch result {
         case .success(let scan):

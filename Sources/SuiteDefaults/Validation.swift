@@ -10,10 +10,23 @@ enum Validation {
     /// `text` in Unicode Normalization Form C. ASCII, which most names and keys are,
     /// is already NFC and is returned as it is, without asking Unicode's tables.
     static func normalized(_ text: String) -> String {
-        // A plain loop: a generic algorithm such as allSatisfy costs a new process a
-        // runtime lookup on first use, and this runs every time a suite is opened.
-        for byte in text.utf8 where byte >= 0x80 { return text.precomposedStringWithCanonicalMapping }
-        return text
+        bytesOf(text).isASCII ? text : text.precomposedStringWithCanonicalMapping
+    }
+
+    /// Whether `text` is all ASCII, and whether it holds a NUL byte, in one plain loop
+    /// over contiguous bytes: a generic algorithm such as allSatisfy costs a new
+    /// process a runtime lookup on first use, and iterating the UTF-8 view costs
+    /// every write a hundred instructions more.
+    private static func bytesOf(_ text: String) -> (isASCII: Bool, containsNUL: Bool) {
+        var text = text
+        return text.withUTF8 { bytes in
+            var high: UInt8 = 0, lowest: UInt8 = 0xFF
+            for byte in bytes {
+                high |= byte
+                lowest = min(lowest, byte)
+            }
+            return (high < 0x80, lowest == 0)
+        }
     }
 
     /// Suite names become file names, so they are limited by the file system's
@@ -49,7 +62,24 @@ enum Validation {
         }
     }
 
+    /// `key` in NFC, after checking it: what every write stores under.
+    static func normalizedKey(_ key: String, suite: String?) throws -> String {
+        let scan = bytesOf(key)
+        if scan.isASCII {
+            // ASCII is its own NFC, and its scan said all there is to say about NUL.
+            try checkKey(key, suite: suite, containsNUL: scan.containsNUL)
+            return key
+        }
+        let normalized = key.precomposedStringWithCanonicalMapping
+        try checkKey(normalized, suite: suite)
+        return normalized
+    }
+
     static func checkKey(_ key: String, suite: String?) throws {
+        try checkKey(key, suite: suite, containsNUL: bytesOf(key).containsNUL)
+    }
+
+    private static func checkKey(_ key: String, suite: String?, containsNUL: Bool) throws {
         let bytes = key.utf8.count
         if bytes == 0 {
             throw SuiteError(.invalidKey, suite: suite, key: key, message: "The key is empty; keys need at least one character.")
@@ -58,7 +88,7 @@ enum Validation {
             throw SuiteError(.invalidKey, suite: suite, key: String(key.prefix(64)) + "…",
                              message: "The key is \(bytes) bytes long; the limit is \(maximumKeyLength) bytes.")
         }
-        if key.utf8.contains(0) {
+        if containsNUL {
             throw SuiteError(.invalidKey, suite: suite, key: key, message: "The key contains a NUL byte, which keys may not contain.")
         }
     }
@@ -68,8 +98,7 @@ extension Operation {
     /// The operation that stores `value` (or removes the key when nil), after checking
     /// the key and the value. This runs before any lock is taken.
     static func validated(_ value: SuiteValue?, forKey key: String, suite: String?, maximumValueSize: Int) throws -> Operation {
-        let key = Validation.normalized(key)
-        try Validation.checkKey(key, suite: suite)
+        let key = try Validation.normalizedKey(key, suite: suite)
         guard let value else { return .remove(key: key) }
         let size: Int
         do {

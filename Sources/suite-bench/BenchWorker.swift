@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import CSuiteDefaults
 import Glibc
 import SuiteDefaults
 import ToolSupport
@@ -103,14 +104,21 @@ enum BenchWorker {
                 Output.line("got \(sequence) \(monotonicNanoseconds())")
             }
         case "memory":
-            let before = residentKiB("VmRSS")
+            let before = residentKiB("VmRSS"), heapBefore = heapBytesInUse()
             let suite = try? Suite(named: name, directory: directory)
-            let keys = suite?.storedValues().count ?? 0
-            Output.line("memory \(before) \(residentKiB("VmHWM")) \(keys)")
+            // Every value read once and none kept, as the peers' workers do (a copy of
+            // all values, as storedValues() makes, would be measured too).
+            var keys = 0
+            for index in 0..<count where suite?.string(forKey: "key.\(index)") != nil { keys += 1 }
+            Output.line("memory \(before) \(residentKiB("VmHWM")) \(keys) \(heapBytesInUse() - heapBefore)")
+            withExtendedLifetime(suite) {}
         case "fd-memory":
             let before = residentKiB("VmRSS")
-            let keys = UserDefaults(suiteName: name)?.dictionaryRepresentation().count ?? 0
-            Output.line("memory \(before) \(residentKiB("VmHWM")) \(keys)")
+            let heapBefore = heapBytesInUse()
+            let defaults = UserDefaults(suiteName: name)
+            let keys = defaults?.dictionaryRepresentation().count ?? 0
+            Output.line("memory \(before) \(residentKiB("VmHWM")) \(keys) \(heapBytesInUse() - heapBefore)")
+            withExtendedLifetime(defaults) {}
         default:
             Output.line("unknown role")
             exit(2)
@@ -126,6 +134,12 @@ enum BenchWorker {
     static let startSignal = DispatchSemaphore(value: 0)
 
     /// A line of /proc/self/status, in KiB.
+    /// Bytes of the heap in use (`mallinfo2`: small blocks and mapped ones): what
+    /// the process holds, without the code pages that first use brings in.
+    static func heapBytesInUse() -> Int {
+        Int(sd_heap_bytes_in_use())
+    }
+
     static func residentKiB(_ field: String) -> Int {
         let status = (try? String(contentsOfFile: "/proc/self/status", encoding: .utf8)) ?? ""
         let line = status.split(separator: "\n").first { $0.hasPrefix(field + ":") } ?? ""

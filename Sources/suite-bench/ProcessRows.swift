@@ -73,17 +73,20 @@ extension Bench {
     func memoryRow() throws -> BenchRow {
         _ = try suite("memory", keys: 10_000)
         _ = foundationSuite("memory", keys: 10_000)
-        func run(_ role: String) throws -> (peak: Double, baseline: Double) {
-            let fields = try worker(role, ["suite": "memory"]).expect("memory").split(separator: " ")
-            guard fields.count == 4, let before = Double(fields[1]), let peak = Double(fields[2]), fields[3] == "10000" else {
+        func run(_ role: String) throws -> (peak: Double, baseline: Double, heap: Double) {
+            let fields = try worker(role, ["suite": "memory", "count": "10000"]).expect("memory").split(separator: " ")
+            guard fields.count == 5, let before = Double(fields[1]), let peak = Double(fields[2]), fields[3] == "10000",
+                  let heap = Double(fields[4])
+            else {
                 throw ToolError(status: 1, message: "a memory probe did not load 10,000 keys")
             }
-            return (peak / 1_024, before / 1_024)
+            return (peak / 1_024, before / 1_024, heap / 1_048_576)
         }
         let ours = try run("memory"), foundation = try run("fd-memory")
         let dataSize = Double((try? FileManager.default.attributesOfItem(atPath: root.appendingPathComponent("memory.suite").path)[.size] as? Int) ?? 0) / 1_048_576
         return BenchRow(name: "memory", ours: .init(median: ours.peak, p99: nil), foundation: .init(median: foundation.peak, p99: nil),
                         floor: .init(median: dataSize, p99: nil),
-                        note: String(format: "MiB, not µs: peak RSS (VmHWM) of a process holding a 10,000-key suite; %.1f MiB of it is the process before opening; floor: the suite file's size", ours.baseline))
+                        note: String(format: "MiB, not µs: peak RSS (VmHWM) of a process holding a 10,000-key suite and having read every value once; %.1f MiB of it is the process before opening; the heap it holds after opening is %.2f MiB, %.1f× the file (Foundation's %.2f MiB); floor: the suite file's size",
+                                     ours.baseline, ours.heap, dataSize > 0 ? ours.heap / dataSize : 0, foundation.heap))
     }
 }

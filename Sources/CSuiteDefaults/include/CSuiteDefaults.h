@@ -53,6 +53,15 @@ static inline uint32_t sd_fork_epoch(void) {
 /// Registers the fork handler that counts epochs; idempotent and cheap to repeat.
 void sd_fork_epoch_start(void);
 
+/// getpid(), kept after the first call and forgotten in a forked child: glibc no
+/// longer caches it, and a commit needs it twice.
+int32_t sd_process_id(void);
+
+/// Bytes of the heap in use (mallinfo2: blocks from the arena and mapped ones), for
+/// suite-bench's memory figures: what a process holds, without the code pages that
+/// first use brings in.
+size_t sd_heap_bytes_in_use(void);
+
 /// Registers a descriptor that may carry a suite's flock, so that a forked child does
 /// not keep it (the fork handler puts /dev/null in its place in the child). Returns a
 /// registration number, or -1 when none is free. Remove it before closing it.

@@ -18,6 +18,20 @@ struct ByteWriter {
         }
     }
 
+    /// Makes `size` bytes with `body` in `bytes`, reusing its storage: for encodings
+    /// made over and over, such as a commit's record.
+    static func write(count size: Int, into bytes: inout [UInt8], _ body: (inout ByteWriter) -> Void) {
+        if bytes.count != size {
+            bytes.removeAll(keepingCapacity: true)
+            bytes.append(contentsOf: repeatElement(0, count: size))
+        }
+        bytes.withUnsafeMutableBytes { storage in
+            var writer = ByteWriter(buffer: storage)
+            body(&writer)
+            precondition(writer.count == size, "encoded \(writer.count) bytes where \(size) were computed")
+        }
+    }
+
     private init(buffer: UnsafeMutableRawBufferPointer) {
         self.buffer = buffer
     }

@@ -28,7 +28,8 @@ struct DataFileScan {
 
     var fileID: UInt64?
     var contents = SuiteContents()
-    /// Every record that verified, in file order.
+    /// Every record that verified, in file order, when asked for (`keepingRecords`):
+    /// only an inspection needs them, and they hold every operation a second time.
     var records: [Located] = []
     var verdict = Verdict.intact
     /// Where the intact prefix ends: the length to keep when the verdict is `tornTail`.
@@ -40,7 +41,8 @@ struct DataFileScan {
 
     /// - Parameter committedLength: the length the shared header says was committed,
     ///   when it can be trusted. Anything unreadable before it is damage, never a torn tail.
-    static func scan(_ buffer: UnsafeRawBufferPointer, committedLength: Int?) throws(Refusal) -> DataFileScan {
+    static func scan(_ buffer: UnsafeRawBufferPointer, committedLength: Int?,
+                     keepingRecords: Bool = false) throws(Refusal) -> DataFileScan {
         var scan = DataFileScan()
         // Looking for the next record after damage checksums every candidate; a file
         // crafted with a record magic at every byte would make that quadratic. Past
@@ -69,7 +71,7 @@ struct DataFileScan {
             switch RecordFormat.parse(buffer, at: offset, limit: buffer.count) {
             case .record(let record, let end) where record.sequence > scan.contents.lastSequence || scan.recordCount == 0:
                 scan.contents.apply(record)
-                scan.records.append(Located(range: offset..<end, record: record))
+                if keepingRecords { scan.records.append(Located(range: offset..<end, record: record)) }
                 scan.recordCount += 1
                 offset = end
                 if clean { scan.validEnd = end }

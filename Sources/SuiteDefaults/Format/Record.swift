@@ -54,6 +54,13 @@ enum RecordFormat {
     }
 
     static func encode(_ record: Record) -> [UInt8] {
+        var bytes: [UInt8] = []
+        encode(record, into: &bytes)
+        return bytes
+    }
+
+    /// Encodes `record` into `bytes`, reusing its storage.
+    static func encode(_ record: Record, into bytes: inout [UInt8]) {
         var payloadSize = 0
         for operation in record.operations {
             switch operation {
@@ -62,7 +69,7 @@ enum RecordFormat {
             case .removeAll: payloadSize += 1
             }
         }
-        return ByteWriter.bytes(count: overhead + payloadSize) { writer in
+        ByteWriter.write(count: overhead + payloadSize, into: &bytes) { writer in
             writer.append(littleEndian: magic)
             writer.append(littleEndian: UInt32(payloadSize))
             writer.append(littleEndian: record.sequence)
@@ -98,6 +105,75 @@ enum RecordFormat {
 
     /// Parses the record starting at `offset`; never reads at or past `limit`.
     static func parse(_ buffer: UnsafeRawBufferPointer, at offset: Int, limit: Int) -> ParseOutcome {
+        var operations: [Operation] = []
+        switch verify(buffer, at: offset, limit: limit) {
+        case .verified(let end):
+            do {
+                let fields = try decode(buffer, at: offset, end: end) { operations.append($0) }
+                return .record(Record(kind: fields.kind, sequence: fields.sequence, timestamp: fields.timestamp,
+                                      pid: fields.pid, operations: operations), end: end)
+            } catch {
+                return .invalid(error)
+            }
+        case .incomplete:
+            return .incomplete
+        case .invalid(let error):
+            return .invalid(error)
+        }
+    }
+
+    /// A record's fields other than its operations.
+    struct Fields {
+        var kind: Record.Kind
+        var sequence: UInt64
+        var timestamp: Int64
+        var pid: Int32
+    }
+
+    enum StreamOutcome {
+        case applied(Fields, end: Int)
+        case incomplete
+        /// The record does not verify; `contents` may hold part of it, so the caller
+        /// must drop them.
+        case invalid(FormatError)
+    }
+
+    /// Verifies the record starting at `offset` and applies its operations to
+    /// `contents` one by one as they are decoded, so that no list of them is built:
+    /// reading a file of 10,000 keys would otherwise hold all 10,000 twice at once.
+    /// On `.invalid`, `contents` may hold part of the record and must be dropped.
+    static func apply(_ buffer: UnsafeRawBufferPointer, at offset: Int, limit: Int,
+                      to contents: inout SuiteContents, sequenceAfter last: UInt64?) -> StreamOutcome {
+        switch verify(buffer, at: offset, limit: limit) {
+        case .verified(let end):
+            let kind = Record.Kind(rawValue: UInt16(littleEndian: buffer.loadUnaligned(fromByteOffset: offset + 28, as: UInt16.self)))
+            let sequence = UInt64(littleEndian: buffer.loadUnaligned(fromByteOffset: offset + 8, as: UInt64.self))
+            if let last, sequence <= last {
+                return .invalid(FormatError(reason: "record out of sequence", offset: offset))
+            }
+            if let kind { contents.begin(kind) }
+            do {
+                let fields = try decode(buffer, at: offset, end: end) { contents.apply($0) }
+                contents.finish(sequence: fields.sequence)
+                return .applied(fields, end: end)
+            } catch {
+                return .invalid(error)
+            }
+        case .incomplete:
+            return .incomplete
+        case .invalid(let error):
+            return .invalid(error)
+        }
+    }
+
+    private enum Verification {
+        case verified(end: Int)
+        case incomplete
+        case invalid(FormatError)
+    }
+
+    /// Checks the framing, the fixed fields and the checksum of the record at `offset`.
+    private static func verify(_ buffer: UnsafeRawBufferPointer, at offset: Int, limit: Int) -> Verification {
         let available = limit - offset
         for index in 0..<min(4, max(available, 0)) where buffer[offset + index] != magicBytes[index] {
             return .invalid(FormatError(reason: "no record starts here", offset: offset))
@@ -113,11 +189,7 @@ enum RecordFormat {
         guard stored == computed else {
             return .invalid(FormatError(reason: "record checksum mismatch", offset: offset))
         }
-        do {
-            return .record(try decode(buffer, at: offset, end: end), end: end)
-        } catch {
-            return .invalid(error)
-        }
+        return .verified(end: end)
     }
 
     /// What is wrong with the fixed fields of a record header (at least `overhead`
@@ -135,7 +207,9 @@ enum RecordFormat {
         return nil
     }
 
-    private static func decode(_ buffer: UnsafeRawBufferPointer, at offset: Int, end: Int) throws(FormatError) -> Record {
+    /// Decodes a verified record, handing each operation to `visit` in order.
+    private static func decode(_ buffer: UnsafeRawBufferPointer, at offset: Int, end: Int,
+                               _ visit: (Operation) -> Void) throws(FormatError) -> Fields {
         var reader = ByteReader(buffer, from: offset + 8, to: end - 4)
         let sequence = try reader.read(UInt64.self)
         let timestamp = try reader.read(Int64.self)
@@ -145,7 +219,6 @@ enum RecordFormat {
         guard let kind = Record.Kind(rawValue: rawKind) else {
             throw FormatError(reason: "unknown record kind \(rawKind)", offset: offset)
         }
-        var operations: [Operation] = []
         while !reader.isAtEnd {
             let start = reader.offset
             let rawCode = try reader.readByte()
@@ -154,15 +227,15 @@ enum RecordFormat {
                 let key = try reader.readString()
                 let valueStart = reader.offset
                 let value = try ValueEncoding.decode(from: &reader)
-                operations.append(.set(key: key, value: value, size: reader.offset - valueStart))
+                visit(.set(key: key, value: value, size: reader.offset - valueStart))
             case .remove where kind == .transaction:
-                operations.append(.remove(key: try reader.readString()))
+                visit(.remove(key: try reader.readString()))
             case .removeAll where kind == .transaction:
-                operations.append(.removeAll)
+                visit(.removeAll)
             default:
                 throw FormatError(reason: "operation \(rawCode) is not valid in this record", offset: start)
             }
         }
-        return Record(kind: kind, sequence: sequence, timestamp: timestamp, pid: pid, operations: operations)
+        return Fields(kind: kind, sequence: sequence, timestamp: timestamp, pid: pid)
     }
 }

@@ -5,7 +5,10 @@ extension StoreState {
     /// The generation is odd from before the first byte is written until the record
     /// is published, so a process killed anywhere in between leaves a sign that the
     /// next writer acts on. A failed write is cut off again, leaving the file as it was.
-    func commit(_ operations: [Operation], durability: Suite.Durability, options: Suite.Options) throws {
+    ///
+    /// `liveBytesAfter` is the live size after the operations, when the caller knows it.
+    func commit(_ operations: [Operation], durability: Suite.Durability, options: Suite.Options,
+                liveBytesAfter: Int? = nil) throws {
         try checkSameProcess()
         guard writable, let header else {
             throw SuiteError(.readOnly, suite: suite, path: files.dataPath,
@@ -15,7 +18,7 @@ extension StoreState {
             if durability == .durable { try synchronizeToDisk() }
             return
         }
-        let live = contents.liveBytes(after: operations)
+        let live = liveBytesAfter ?? contents.liveBytes(after: operations)
         let limit = options.effectiveMaximumSuiteSize
         if live > limit && live > contents.liveBytes {
             throw SuiteError(.suiteTooLarge, suite: suite,
@@ -37,7 +40,11 @@ extension StoreState {
         }
         let record = Record(kind: .transaction, sequence: sequence,
                             timestamp: WallClock.nanosecondsSince1970(), pid: ProcessIdentity.id, operations: operations)
-        let bytes = RecordFormat.encode(record)
+        // Encoded into storage kept from the last commit, unless that grew large.
+        var bytes = recordBuffer
+        recordBuffer = []
+        defer { if bytes.capacity <= Self.keptRecordBufferSize { recordBuffer = bytes } }
+        RecordFormat.encode(record, into: &bytes)
         let start = view.length
         guard start + bytes.count <= FormatLimits.maximumFileSize else {
             throw SuiteError(.suiteTooLarge, suite: suite, path: files.dataPath,

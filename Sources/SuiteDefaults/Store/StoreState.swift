@@ -10,23 +10,27 @@ struct NeedsExclusiveLock: Error {}
 /// its parent until it opens its own).
 ///
 /// `@unchecked Sendable` because it is confined by hand: it is only ever reached
-/// through `SuiteStore`'s lock, which hands it to one thread at a time.
+/// through `SuiteStore`'s lock, which hands it to one thread at a time. For the same
+/// reason its mutable properties skip the runtime's exclusivity checks
+/// (`@exclusivity(unchecked)`): with one thread inside and no property passed inout
+/// across a call back into the state, they cannot overlap, and the checks cost a
+/// commit a sixth of its instructions.
 final class StoreState: @unchecked Sendable {
     let files: SuiteFiles
     // Set when the suite is opened, and again only by the lock code (when the lock
     // file was replaced or cut short under this process).
     /// Nil when this process can open no lock file: it reads without locks. Replace
     /// it only with `adoptLockFile(_:)`.
-    private(set) var lockFile: FileDescriptor?
+    @exclusivity(unchecked) private(set) var lockFile: FileDescriptor?
     /// The lock file's registration for a forked child to drop (`InheritedLocks`).
-    private var lockRegistration: Int32 = -1
+    @exclusivity(unchecked) private var lockRegistration: Int32 = -1
     /// Nil when there is no lock file, or a read-only one too short to map.
-    var header: SharedHeader?
-    var writable: Bool
-    var dataFile: FileDescriptor?
+    @exclusivity(unchecked) var header: SharedHeader?
+    @exclusivity(unchecked) var writable: Bool
+    @exclusivity(unchecked) var dataFile: FileDescriptor?
     /// The committed state as last read. Changed only through `apply(_:)` and
     /// `replaceContents(with:)`, which record the changes while `collectsChanges`.
-    private(set) var contents = SuiteContents()
+    @exclusivity(unchecked) private(set) var contents = SuiteContents()
     /// The fork epoch the files were opened in; in a child they are the parent's.
     let epoch = ForkEpoch.current
 
@@ -43,16 +47,20 @@ final class StoreState: @unchecked Sendable {
         var lockless: FileStatus?
     }
 
-    var view = View()
+    @exclusivity(unchecked) var view = View()
     /// A compaction that failed is not tried again before the file reaches this length.
-    var compactionRetryLength = 0
+    @exclusivity(unchecked) var compactionRetryLength = 0
+    /// The storage the last commit's record was encoded in, kept for the next one
+    /// while it is small.
+    @exclusivity(unchecked) var recordBuffer: [UInt8] = []
+    static let keptRecordBufferSize = 4096
     /// What was applied and diagnosed since the owner last took it.
-    private var outcome = EngineOutcome()
+    @exclusivity(unchecked) private var outcome = EngineOutcome()
     /// Whether applying a commit records its key changes in the outcome. Off until a
     /// layer above asks: until then, no change is computed.
-    var collectsChanges = false
+    @exclusivity(unchecked) var collectsChanges = false
     /// The last refresh failure reported, so a read that keeps failing reports once.
-    var lastRefreshFailure: String?
+    @exclusivity(unchecked) var lastRefreshFailure: String?
 
     init(files: SuiteFiles) throws {
         self.files = files
@@ -235,20 +243,26 @@ final class StoreState: @unchecked Sendable {
             throw files.error(error, doing: "read the suite file")
         }
         let header = bytes.withUnsafeBytes { DataFileHeader.decode($0) }
-        guard length <= status.size, bytes.count == length, header == .valid(fileID: fileID),
-              let records = Self.records(in: bytes, from: DataFileHeader.size, after: nil)
-        else {
+        guard length <= status.size, bytes.count == length, header == .valid(fileID: fileID) else {
             descriptor.close()
             try damageFound(exclusive: exclusive)
             return nil
         }
         if !collectsChanges {
+            guard let replay = Self.contents(of: bytes, from: DataFileHeader.size) else {
+                descriptor.close()
+                try damageFound(exclusive: exclusive)
+                return nil
+            }
             dataFile?.close()
             dataFile = descriptor
-            var replay = SuiteContents()
-            for record in records { replay.apply(record) }
             contents = replay
         } else {
+            guard let records = Self.records(in: bytes, from: DataFileHeader.size, after: nil) else {
+                descriptor.close()
+                try damageFound(exclusive: exclusive)
+                return nil
+            }
             continueCollecting(into: descriptor, records: records)
         }
         return status
@@ -267,6 +281,27 @@ final class StoreState: @unchecked Sendable {
               records.allSatisfy({ $0.kind == .transaction })
         else { return try damageFound(exclusive: exclusive) }
         for record in records { apply(record) }
+    }
+
+    /// The contents that the records from `offset` to the end make, by the rules of
+    /// `records(in:from:after:)`, applied as they are decoded rather than first
+    /// collected: the peak memory of opening a large suite is its table, not its
+    /// table and every record besides.
+    static func contents(of bytes: [UInt8], from offset: Int) -> SuiteContents? {
+        bytes.withUnsafeBytes { buffer -> SuiteContents? in
+            var contents = SuiteContents()
+            var offset = offset
+            var last: UInt64?
+            while offset < buffer.count {
+                guard case .applied(let fields, let end) = RecordFormat.apply(buffer, at: offset, limit: buffer.count,
+                                                                            to: &contents, sequenceAfter: last),
+                      fields.kind == .transaction || last == nil
+                else { return nil }
+                last = fields.sequence
+                offset = end
+            }
+            return contents
+        }
     }
 
     /// Every record from `offset` to the end, if all of them verify, follow one another

@@ -10,7 +10,16 @@ struct SuiteContents: Sendable {
     struct Entry: Sendable {
         var value: SuiteValue
         /// The size of this entry in a snapshot record, for the live-size estimate.
-        var size: Int
+        /// 32 bits, since a value is at most `FormatLimits.maximumFileSize`: with it,
+        /// an entry takes 24 bytes of the table rather than 32.
+        private var storedSize: UInt32
+
+        var size: Int { Int(storedSize) }
+
+        init(value: SuiteValue, size: Int) {
+            self.value = value
+            storedSize = UInt32(size)
+        }
     }
 
     private(set) var entries: [String: Entry] = [:]
@@ -25,19 +34,26 @@ struct SuiteContents: Sendable {
 
     var values: [String: SuiteValue] { entries.mapValues(\.value) }
 
+    /// Whether one operation would change the contents (as stored: `-0.0` over `0.0`
+    /// is a change), and the live size after it: the single write, the most common
+    /// commit, with one lookup of its key.
+    func effect(of operation: Operation) -> (changes: Bool, liveBytes: Int) {
+        switch operation {
+        case .set(let key, let value, let size):
+            let old = entries[key]
+            if let old, old.value.isStored(identicallyTo: value) { return (false, liveBytes) }
+            return (true, liveBytes - (old?.size ?? 0) + RecordFormat.size(ofSetting: key, valueSize: size))
+        case .remove(let key):
+            guard let old = entries[key] else { return (false, liveBytes) }
+            return (true, liveBytes - old.size)
+        case .removeAll:
+            return (!entries.isEmpty, 0)
+        }
+    }
+
     /// The live size after `operations`, without applying them.
     func liveBytes(after operations: [Operation]) -> Int {
-        // The common commit, one write, needs no bookkeeping of earlier operations.
-        if operations.count == 1, let operation = operations.first {
-            switch operation {
-            case .set(let key, _, let size):
-                return liveBytes - (entries[key]?.size ?? 0) + RecordFormat.size(ofSetting: key, valueSize: size)
-            case .remove(let key):
-                return liveBytes - (entries[key]?.size ?? 0)
-            case .removeAll:
-                return 0
-            }
-        }
+        if operations.count == 1, let operation = operations.first { return effect(of: operation).liveBytes }
         var total = liveBytes
         var sizes: [String: Int] = [:]
         var cleared = false
@@ -108,18 +124,32 @@ struct SuiteContents: Sendable {
     /// Applies a record, computing no changes.
     mutating func apply(_ record: Record) {
         if record.kind == .snapshot { clear() }
-        for operation in record.operations {
-            switch operation {
-            case .set(let key, let value, let size):
-                let entry = Entry(value: value, size: RecordFormat.size(ofSetting: key, valueSize: size))
-                liveBytes += entry.size - (entries.updateValue(entry, forKey: key)?.size ?? 0)
-            case .remove(let key):
-                liveBytes -= entries.removeValue(forKey: key)?.size ?? 0
-            case .removeAll:
-                clear()
-            }
-        }
+        for operation in record.operations { apply(operation) }
         lastSequence = record.sequence
+    }
+
+    /// Applies one operation of a record, computing no changes; `finish(_:)` ends the
+    /// record. For reading a file without keeping its records' operations around.
+    mutating func apply(_ operation: Operation) {
+        switch operation {
+        case .set(let key, let value, let size):
+            let entry = Entry(value: value, size: RecordFormat.size(ofSetting: key, valueSize: size))
+            liveBytes += entry.size - (entries.updateValue(entry, forKey: key)?.size ?? 0)
+        case .remove(let key):
+            liveBytes -= entries.removeValue(forKey: key)?.size ?? 0
+        case .removeAll:
+            clear()
+        }
+    }
+
+    /// Begins applying a record operation by operation: a snapshot replaces everything.
+    mutating func begin(_ kind: Record.Kind) {
+        if kind == .snapshot { clear() }
+    }
+
+    /// Ends applying a record operation by operation.
+    mutating func finish(sequence: UInt64) {
+        lastSequence = sequence
     }
 
     private mutating func clear() {

@@ -249,14 +249,24 @@ final class SuiteStore: Sendable {
     /// (as stored: `-0.0` over `0.0` is a change).
     func commit(_ operations: [Operation], durability: Suite.Durability, options: Suite.Options) throws {
         try exclusively(options: options) { state in
-            let changing = operations.filter { operation in
+            if operations.count == 1, let operation = operations.first {
+                // One write, the most common commit: one lookup decides both whether it
+                // changes anything and what size the suite grows to.
+                let effect = state.contents.effect(of: operation)
+                return try state.commit(effect.changes ? operations : [], durability: durability, options: options,
+                                        liveBytesAfter: effect.liveBytes)
+            }
+            func changes(_ operation: Operation) -> Bool {
                 switch operation {
                 case .set(let key, let value, _): !state.contents[key].isStored(identicallyTo: value)
                 case .remove(let key): state.contents[key] != nil
                 case .removeAll: state.contents.count > 0
                 }
             }
-            try state.commit(changing, durability: durability, options: options)
+            // Most commits change all they hold: they go on as they are, without a copy.
+            var allChange = true
+            for operation in operations where !changes(operation) { allChange = false }
+            try state.commit(allChange ? operations : operations.filter(changes), durability: durability, options: options)
         }
     }
 
