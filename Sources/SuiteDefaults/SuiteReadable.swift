@@ -37,23 +37,26 @@ extension SuiteReadable {
         return string
     }
     /// An integer; nil when absent or not an integer (a double holding an integer exactly counts).
-    public func integer(forKey key: String) -> Int? { value(Int.self, forKey: key) }
+    // These name their type rather than going through value(_:forKey:): a generic
+    // call from a protocol extension looks up its type's metadata at run time, which
+    // costs a read more than the rest of it.
+    public func integer(forKey key: String) -> Int? { value(forKey: key).flatMap(Int.init(suiteValue:)) }
     /// A double; nil when absent or not a number.
-    public func double(forKey key: String) -> Double? { value(Double.self, forKey: key) }
+    public func double(forKey key: String) -> Double? { value(forKey: key).flatMap(Double.init(suiteValue:)) }
     /// A Boolean; nil when absent or not a Boolean.
     public func bool(forKey key: String) -> Bool? {
         guard case .bool(let flag)? = value(forKey: key) else { return nil }
         return flag
     }
     /// Bytes; nil when absent or not data.
-    public func data(forKey key: String) -> Data? { value(Data.self, forKey: key) }
+    public func data(forKey key: String) -> Data? { value(forKey: key).flatMap(Data.init(suiteValue:)) }
     /// A date; nil when absent or not a date.
-    public func date(forKey key: String) -> Date? { value(Date.self, forKey: key) }
+    public func date(forKey key: String) -> Date? { value(forKey: key).flatMap(Date.init(suiteValue:)) }
     /// An array; nil when absent or not an array.
-    public func array(forKey key: String) -> [SuiteValue]? { value([SuiteValue].self, forKey: key) }
+    public func array(forKey key: String) -> [SuiteValue]? { value(forKey: key).flatMap([SuiteValue].init(suiteValue:)) }
     /// A dictionary; nil when absent or not a dictionary.
     public func dictionary(forKey key: String) -> [String: SuiteValue]? {
-        value([String: SuiteValue].self, forKey: key)
+        value(forKey: key).flatMap([String: SuiteValue].init(suiteValue:))
     }
 
     /// Decodes a value stored with `set(encodable:forKey:)`, or JSON stored as `Data`

@@ -8,14 +8,21 @@ public final class SuiteTransaction: SuiteWritable {
     private let suite: String
     private let maximumValueSize: Int
     private let defaults: [String: SuiteValue]
+    // A transaction belongs to the one thread running its block (it is not
+    // Sendable), so its properties skip the runtime's exclusivity checks, which cost
+    // an update more than its bookkeeping.
     /// The committed state at the start; released when the transaction ends, so that
     /// applying the commit does not copy it.
-    private var base: SuiteContents?
-    /// The last write to each key, and the order keys were first written.
-    private var latest: [String: Operation] = [:]
-    private var order: [String] = []
-    private var clearsAll = false
-    private var isOpen = true
+    @exclusivity(unchecked) private var base: SuiteContents?
+    /// The last write to each key, in the order keys were first written.
+    @exclusivity(unchecked) private var writes: [Operation] = []
+    /// Where each key's write is in `writes`, once there are more than
+    /// `searchedWrites`: a short list is searched, which saves making a table for the
+    /// usual transaction of a key or two.
+    @exclusivity(unchecked) private var positions: [String: Int] = [:]
+    private static let searchedWrites = 8
+    @exclusivity(unchecked) private var clearsAll = false
+    @exclusivity(unchecked) private var isOpen = true
 
     init(suite: String, base: SuiteContents, defaults: [String: SuiteValue], maximumValueSize: Int) {
         self.suite = suite
@@ -28,11 +35,18 @@ public final class SuiteTransaction: SuiteWritable {
         precondition(isOpen, "A SuiteTransaction was used after its update block returned.")
     }
 
+    /// Where the write to `key` is in `writes`, if it was written. (`==` between
+    /// strings is canonical equivalence, as a table's lookup is.)
+    private func position(of key: String) -> Int? {
+        guard writes.count > Self.searchedWrites else { return writes.firstIndex { $0.key == key } }
+        return positions[key]
+    }
+
     /// The value committed or written in this transaction; registered defaults aside.
     public func storedValue(forKey key: String) -> SuiteValue? {
         checkOpen()
-        if let operation = latest[key] {
-            if case .set(_, let value, _) = operation { return value }
+        if let position = position(of: key) {
+            if case .set(_, let value, _) = writes[position] { return value }
             return nil
         }
         return clearsAll ? nil : base?[key]
@@ -48,32 +62,53 @@ public final class SuiteTransaction: SuiteWritable {
     public func setValue(_ value: SuiteValue?, forKey key: String) throws {
         checkOpen()
         let operation = try Operation.validated(value, forKey: key, suite: suite, maximumValueSize: maximumValueSize)
-        if latest.updateValue(operation, forKey: key) == nil { order.append(key) }
+        let key = operation.key!
+        if let position = position(of: key) {
+            writes[position] = operation
+            return
+        }
+        writes.append(operation)
+        if writes.count > Self.searchedWrites {
+            if positions.isEmpty {
+                for (position, write) in writes.enumerated() { positions[write.key!] = position }
+            } else {
+                positions[key] = writes.count - 1
+            }
+        }
     }
 
     /// Stages the removal of every key; it commits with the transaction.
     public func removeAll() throws {
         checkOpen()
-        latest = [:]
-        order = []
+        writes = []
+        positions = [:]
         clearsAll = true
     }
 
     /// Ends the transaction and returns what it changed: one operation per key whose
-    /// value differs from the committed state, after a `removeAll` if there was one.
-    func finish() -> [Operation] {
+    /// value differs from the committed state, after a `removeAll` if there was one;
+    /// and the live size of the suite after them, found in the same lookup of each key.
+    func finish() -> (operations: [Operation], liveBytesAfter: Int) {
         isOpen = false
         defer { base = nil }
         let base = self.base ?? SuiteContents()
-        var operations: [Operation] = []
-        if clearsAll && base.count > 0 { operations.append(.removeAll) }
-        for key in order {
-            let operation = latest[key]!
-            let before = clearsAll ? nil : base[key]
-            let after: SuiteValue? = if case .set(_, let value, _) = operation { value } else { nil }
-            if !before.isStored(identicallyTo: after) { operations.append(operation) }
+        var liveBytes = clearsAll ? 0 : base.liveBytes
+        var changed = [Bool](repeating: true, count: writes.count)
+        for (index, operation) in writes.enumerated() {
+            let before = clearsAll ? nil : base.entry(forKey: operation.key!)
+            liveBytes -= before?.size ?? 0
+            switch operation {
+            case .set(let key, let value, let size):
+                changed[index] = !(before?.value).isStored(identicallyTo: value)
+                liveBytes += RecordFormat.size(ofSetting: key, valueSize: size)
+            case .remove, .removeAll:
+                changed[index] = before != nil
+            }
         }
-        return operations
+        // Usually every write changes something: the list goes on as it is.
+        var operations = changed.allSatisfy { $0 } ? writes : zip(writes, changed).filter(\.1).map(\.0)
+        if clearsAll && base.count > 0 { operations.insert(.removeAll, at: 0) }
+        return (operations, liveBytes)
     }
 
     /// Ends the transaction without committing anything.

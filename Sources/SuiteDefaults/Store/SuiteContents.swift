@@ -30,6 +30,9 @@ struct SuiteContents: Sendable {
 
     subscript(key: String) -> SuiteValue? { entries[key]?.value }
 
+    /// The value and size stored for `key`.
+    func entry(forKey key: String) -> Entry? { entries[key] }
+
     var count: Int { entries.count }
 
     var values: [String: SuiteValue] { entries.mapValues(\.value) }

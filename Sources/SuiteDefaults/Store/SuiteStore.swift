@@ -180,9 +180,11 @@ final class SuiteStore: Sendable {
         var kind = FileDescriptor.LockKind.shared
         while true {
             do {
-                try withFileLocked(kind, timeout: lockTimeout, unlessFresh: ()) { state in
+                try withFileLocked(kind, timeout: lockTimeout, skippingIfFresh: true) { state in
                     try state.catchUp(exclusive: kind == .exclusive)
                 }
+                return
+            } catch is AlreadyFresh {
                 return
             } catch is NeedsExclusiveLock {
                 guard try withState({ $0.writable }) else {
@@ -194,37 +196,44 @@ final class SuiteStore: Sendable {
         }
     }
 
+    /// Thrown out of an attempt to lock the file that found it held: the caller waits
+    /// on `point` and tries again. (Not a `R?` result: in a transaction's generic
+    /// code, an optional of its result type costs a metadata lookup on every commit.)
+    private struct LockBusy: Error {
+        let point: LockWait.Point
+    }
+
+    /// Thrown when `skippingIfFresh` found the state fresh: nothing to do.
+    private struct AlreadyFresh: Error {}
+
     /// Runs `body` holding the suite's file lock of `kind`, and the state's lock, both
     /// released between attempts: a thread that waits for another process keeps no
-    /// other thread of its process from reading. With `unlessFresh`, returns it
-    /// without locking the file when the state is fresh.
+    /// other thread of its process from reading. With `skippingIfFresh`, throws
+    /// `AlreadyFresh` without locking the file when the state is fresh.
     ///
     /// - Throws: `SuiteError` `.lockTimeout`, naming the holder, once `timeout` has
     ///   passed (nil: waits as long as it takes).
-    private func withFileLocked<R>(_ kind: FileDescriptor.LockKind, timeout: Duration?, unlessFresh freshResult: R? = nil,
+    private func withFileLocked<R>(_ kind: FileDescriptor.LockKind, timeout: Duration?, skippingIfFresh: Bool = false,
                                    _ body: (StoreState) throws -> R) throws -> R {
         var wait = LockWait(timeout: timeout)
         defer { wait.finish() }
         while true {
-            var result: R?
-            let point = try withState { state -> LockWait.Point? in
-                if let freshResult, state.isFresh {
-                    result = freshResult
-                    return nil
+            do {
+                return try withState { state -> R in
+                    if skippingIfFresh && state.isFresh { throw AlreadyFresh() }
+                    if kind == .exclusive && !state.writable {
+                        throw SuiteError(.readOnly, suite: name, path: directoryPath,
+                                         message: "This process may only read the suite (its files or directory are not writable).")
+                    }
+                    let point = state.lockWaitPoint
+                    guard try state.tryLockFile(kind) else { throw LockBusy(point: point) }
+                    defer { state.unlockFile() }
+                    return try body(state)
                 }
-                if kind == .exclusive && !state.writable {
-                    throw SuiteError(.readOnly, suite: name, path: directoryPath,
-                                     message: "This process may only read the suite (its files or directory are not writable).")
+            } catch let busy as LockBusy {
+                guard wait.pause(after: busy.point) else {
+                    throw try withState { $0.lockTimeoutError(kind, waited: timeout ?? .zero) }
                 }
-                let point = state.lockWaitPoint
-                guard try state.tryLockFile(kind) else { return point }
-                defer { state.unlockFile() }
-                result = try body(state)
-                return nil
-            }
-            if let result { return result }
-            guard let point, wait.pause(after: point) else {
-                throw try withState { $0.lockTimeoutError(kind, waited: timeout ?? .zero) }
             }
         }
     }
@@ -292,7 +301,7 @@ final class SuiteStore: Sendable {
                 transaction.abandon()
                 throw error
             }
-            let operations = transaction.finish()
+            let (operations, liveBytesAfter) = transaction.finish()
             // A block that ran for long gave time to delete the lock file, after which
             // another process may hold the new one and the two would write at once. (A
             // short one is as safe as a plain write, which does not look again.)
@@ -301,7 +310,7 @@ final class SuiteStore: Sendable {
                 throw SuiteError(.ioFailure, suite: name, path: directoryPath,
                                  message: "The suite's lock file was deleted while the transaction ran, so another process could be writing at the same time; nothing was written. Try again.")
             }
-            try state.commit(operations, durability: durability, options: options)
+            try state.commit(operations, durability: durability, options: options, liveBytesAfter: liveBytesAfter)
             return result
         }
     }
