@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// The rules for suite names and keys, checked before any lock is taken.
 ///
@@ -12,7 +16,9 @@ enum Validation {
     static func normalized(_ text: String) -> String {
         // A plain loop: a generic algorithm such as allSatisfy costs a new process a
         // runtime lookup on first use, and this runs every time a suite is opened.
-        for byte in text.utf8 where byte >= 0x80 { return text.precomposedStringWithCanonicalMapping }
+        // The standard library's NFC, the one its String comparison uses: Foundation's
+        // precomposedStringWithCanonicalMapping is not in FoundationEssentials.
+        for byte in text.utf8 where byte >= 0x80 { return String(decoding: text._nfcCodeUnits, as: UTF8.self) }
         return text
     }
 
