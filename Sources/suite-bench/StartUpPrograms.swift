@@ -37,12 +37,25 @@ enum StartUpPrograms {
         guard let path, FileManager.default.isExecutableFile(atPath: path) else {
             return (nil, "not built: \(staticBuildCommand)")
         }
-        // A static probe older than the one built beside suite-bench may be of older code.
-        func modified(_ file: String) -> Date? { try? FileManager.default.attributesOfItem(atPath: file)[.modificationDate] as? Date }
-        if let built = modified(path), let dynamic = modified(dynamicProbe), built < dynamic {
-            return (path, "built with --static-swift-stdlib, but before the dynamic probe: rebuild it with \(staticBuildCommand)")
+        if let built = modified(path), let sources = newestSource, built < sources {
+            return (path, "\(path), built before the last change to the store's or the probe's sources: rebuild it with \(staticBuildCommand)")
         }
         return (path, "built with --static-swift-stdlib (\(path))")
+    }
+
+    private static func modified(_ path: String) -> Date? {
+        try? FileManager.default.attributesOfItem(atPath: path)[.modificationDate] as? Date
+    }
+
+    /// When the sources of the store and the probe last changed, in the package this
+    /// suite-bench was built in: a static probe built before then measures older code.
+    private static var newestSource: Date? {
+        guard let package = packageDirectory else { return nil }
+        let directories = ["Sources/SuiteDefaults", "Sources/CSuiteDefaults", "Sources/\(probeName)"].map { package.appendingPathComponent($0) }
+        return directories.flatMap { directory in
+            (FileManager.default.enumerator(atPath: directory.path)?.allObjects as? [String] ?? [])
+                .compactMap { modified(directory.appendingPathComponent($0).path) }
+        }.max()
     }
 
     /// The system's C compiler: the first `cc` on PATH.
