@@ -64,7 +64,7 @@ enum Report {
             lines.append(line(row))
             // A row with a static build has a second line for it, or says why it has none.
             if var staticRow = row.staticBuildRow {
-                staticRow.name = "  static stdlib"
+                staticRow.name = "  static build"
                 lines.append(line(staticRow))
             } else if let oursStatic = row.oursStatic {
                 lines.append("\(row.name) (static): \(oursStatic.note)")
