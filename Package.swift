@@ -14,6 +14,8 @@ let package = Package(
         .executable(name: "suite-watch", targets: ["suite-watch"]),
         .executable(name: "suite-stress", targets: ["suite-stress"]),
         .executable(name: "suite-bench", targets: ["suite-bench"]),
+        // A widget's start-up and nothing else: what suite-bench's spawn_to_first_read row starts.
+        .executable(name: "suite-first-read", targets: ["suite-first-read"]),
         // SuiteUserDefaults: Foundation's UserDefaults backed by a suite (issue #13 A).
         .library(name: "SuiteUserDefaults", targets: ["SuiteUserDefaults"]),
         // The C interface (issue #14): libsuitedefaults.so, soname libsuitedefaults.so.1,
@@ -74,9 +76,15 @@ let package = Package(
         .executableTarget(name: "suite-stress",
                           dependencies: ["SuiteDefaults", "UnitPreferences", "ChildProcess", "ToolSupport", "WorkerRoles"]),
 
-        // This library beside Foundation's UserDefaults and the system-call floor.
+        // A widget's start-up: opens a suite, prints one value, exits. It links only the
+        // store, so that it loads only what a widget that needs the store must load.
+        .executableTarget(name: "suite-first-read", dependencies: ["SuiteDefaults"]),
+
+        // This library beside Foundation's UserDefaults and the system-call floor. It starts
+        // suite-first-read, a dependency so that building suite-bench builds it beside it.
         .executableTarget(name: "suite-bench",
-                          dependencies: ["SuiteDefaults", "ChildProcess", "CSuiteDefaults", "ToolSupport", "WorkerRoles"]),
+                          dependencies: ["SuiteDefaults", "ChildProcess", "CSuiteDefaults", "ToolSupport", "WorkerRoles",
+                                         "suite-first-read"]),
 
         // Examples: an app family sharing one suite, and the demo that runs it.
         .target(name: "FitnessShared", dependencies: ["SuiteDefaults", "UnitPreferences", "ChildProcess", "ToolSupport"],
@@ -113,7 +121,7 @@ let package = Package(
         .testTarget(
             name: "ToolTests",
             dependencies: ["SuiteDefaults", "ChildProcess", "TestSupport", "ToolSupport", "suite-test-worker", "suite-defaults",
-                           "suite-watch", "suite-stress", "suite-bench"]
+                           "suite-watch", "suite-stress", "suite-bench", "suite-first-read"]
         ),
         .testTarget(
             name: "UnitPreferencesTests",

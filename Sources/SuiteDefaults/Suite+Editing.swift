@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// Edits of stored values that read before they write, each one transaction (what
 /// `defaults rename`, `-array-add` and `-dict-add` do).

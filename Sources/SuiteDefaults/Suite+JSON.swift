@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 extension Suite {
     /// Every stored value as one JSON object in the typed style, keys sorted, one per

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 extension Suite {
     /// Removes a suite's files from its directory, so that the suite no longer exists

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 extension Suite {
     /// The stored values that contain `word`, ignoring case, as `defaults find` looks
@@ -6,7 +10,8 @@ extension Suite {
     /// value does. A value's text is a string as it is, a number in decimal, a Boolean
     /// as true or false, a date in ISO 8601, data in hexadecimal digits, encoded JSON
     /// as its text, and an array or dictionary by every element (and every key) inside.
-    /// An empty `word` is in every value. Registered defaults are not searched.
+    /// An empty `word` is in every value. Registered defaults are not searched. Case is
+    /// set aside by the standard library's Unicode case mappings (see `caseFolded`).
     public func storedValues(containing word: String) -> [String: SuiteValue] {
         let values = storedValues()
         if word.isEmpty || Self.text(name, contains: word) { return values }
@@ -14,8 +19,15 @@ extension Suite {
     }
 
     static func text(_ text: String, contains word: String) -> Bool {
-        text.range(of: word, options: .caseInsensitive) != nil
+        text.caseFolded.contains(word.caseFolded)
     }
+}
+
+private extension String {
+    /// The text with case set aside, as Foundation's `.caseInsensitive` compares it
+    /// (whose `range(of:options:)` is not in FoundationEssentials): upper case, then
+    /// lower case, which folds "ß" and "SS", and "ς", "σ" and "Σ", alike.
+    var caseFolded: String { uppercased().lowercased() }
 }
 
 extension SuiteValue {
@@ -30,7 +42,17 @@ extension SuiteValue {
         case .dictionary(let entries): entries.contains { Suite.text($0.key, contains: word) || $0.value.containsText(word) }
         case .integer, .double, .bool, .date:
             // Numbers and Booleans as JSON writes them; a date as an ISO 8601 string.
-            Suite.text(jsonText(style: .plain).trimmingCharacters(in: CharacterSet(charactersIn: "\"")), contains: word)
+            Suite.text(String(jsonText(style: .plain).trimmingQuotes), contains: word)
         }
+    }
+}
+
+private extension StringProtocol {
+    /// Without the quotation marks at either end (a date's JSON text is a quoted string).
+    var trimmingQuotes: SubSequence {
+        let quote: Character = "\""
+        guard let first = firstIndex(where: { $0 != quote }) else { return self[endIndex...] }
+        let last = lastIndex(where: { $0 != quote })!
+        return self[first...last]
     }
 }

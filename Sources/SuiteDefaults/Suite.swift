@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// A named set of preferences that many processes share, like an App Group's
 /// `UserDefaults(suiteName:)`, kept in a file guarded by `flock`.

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 extension Suite {
     /// Where suites live when no directory is given: `$SUITE_DEFAULTS_DIR`, else

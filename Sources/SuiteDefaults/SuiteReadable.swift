@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// Read access to a suite's values: what `Suite` and `SuiteTransaction` share.
 ///

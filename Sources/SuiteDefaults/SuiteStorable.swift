@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// A Swift type that a suite stores directly, by converting to and from `SuiteValue`.
 ///

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 extension SuiteValue {
     /// Reads data written as hexadecimal digits, two a byte, as macOS `defaults -data`

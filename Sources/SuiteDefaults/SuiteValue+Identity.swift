@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 extension SuiteValue {
     /// Whether the two values are stored as the same bytes. Swift's `==` is looser:

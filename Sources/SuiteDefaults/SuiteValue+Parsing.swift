@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 extension SuiteValue {
     /// The kinds of value a command line can name, as `defaults -int 1` does.

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// A value a suite can store: the property-list types of `UserDefaults`, plus the
 /// JSON text of any `Encodable`.

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// Write access to a suite: what `Suite` (each write its own commit) and
 /// `SuiteTransaction` (writes that commit together) share.

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// A URL is stored as text, so that every reader (and `suite-defaults read`) sees it:
 /// a file URL as its path, as Foundation's `UserDefaults` stores one; any other URL

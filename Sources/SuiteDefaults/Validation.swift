@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// The rules for suite names and keys, checked before any lock is taken.
 ///
@@ -10,7 +14,13 @@ enum Validation {
     /// `text` in Unicode Normalization Form C. ASCII, which most names and keys are,
     /// is already NFC and is returned as it is, without asking Unicode's tables.
     static func normalized(_ text: String) -> String {
-        bytesOf(text).isASCII ? text : text.precomposedStringWithCanonicalMapping
+        bytesOf(text).isASCII ? text : nfc(text)
+    }
+
+    /// The standard library's NFC, the one its String comparison uses: Foundation's
+    /// precomposedStringWithCanonicalMapping is not in FoundationEssentials.
+    private static func nfc(_ text: String) -> String {
+        String(decoding: text._nfcCodeUnits, as: UTF8.self)
     }
 
     /// Whether `text` is all ASCII, and whether it holds a NUL byte, in one plain loop
@@ -70,7 +80,7 @@ enum Validation {
             try checkKey(key, suite: suite, containsNUL: scan.containsNUL)
             return key
         }
-        let normalized = key.precomposedStringWithCanonicalMapping
+        let normalized = nfc(key)
         try checkKey(normalized, suite: suite)
         return normalized
     }

@@ -1,7 +1,7 @@
 import Foundation
 import ToolSupport
 
-/// `suite-bench [--quick] [--json] [--peers] [--dir DIR] [--svg FILE]`
+/// `suite-bench [--quick] [--json] [--peers] [--dir DIR] [--svg FILE] [--static-probe FILE]`
 struct BenchOptions: Sendable {
     var quick: Bool
     var json: Bool
@@ -9,15 +9,18 @@ struct BenchOptions: Sendable {
     var peers: Bool
     var directory: URL?
     var svg: URL?
+    /// suite-first-read built with --static-swift-stdlib, if not at the package's .build-static.
+    var staticProbe: String?
 
     static let syntax = CommandLineSyntax(
-        synopsis: ["suite-bench [--quick] [--json] [--peers] [--dir DIR] [--svg FILE]"],
+        synopsis: ["suite-bench [--quick] [--json] [--peers] [--dir DIR] [--svg FILE] [--static-probe FILE]"],
         options: [
             .flag("--quick", help: "fewer samples, for a smoke run"),
             .flag("--json", help: "one JSON object instead of the table"),
             .flag("--peers", help: "also measure SQLite (WAL) and LMDB, loaded at run time, for every row where they apply"),
             .value("--dir", "DIR", help: "where the run makes its directory (default: the temporary directory)"),
             .value("--svg", "FILE", help: "also write a chart of the rows to FILE"),
+            .value("--static-probe", "FILE", help: "suite-first-read built with --static-swift-stdlib, for spawn_to_first_read (default: the package's \(StartUpPrograms.staticProbePath), which Scripts/build-widget-static makes)"),
         ]
     )
 
@@ -27,6 +30,7 @@ struct BenchOptions: Sendable {
         peers = commandLine.isSet("--peers")
         directory = commandLine.value("--dir").map { URL(fileURLWithPath: $0) }
         svg = commandLine.value("--svg").map { URL(fileURLWithPath: $0) }
+        staticProbe = commandLine.value("--static-probe")
         if let unexpected = commandLine.arguments.first { throw commandLine.usageError("unknown argument \(unexpected)") }
     }
 

@@ -10,6 +10,10 @@ struct BenchRow: Sendable {
     var note: String
     /// With --peers: SQLite's and LMDB's columns, in Peer.allCases order.
     var peers: [PeerColumn]? = nil
+    /// For a row that starts a program of ours (spawn_to_first_read): the same program
+    /// built with the Swift runtime linked statically, as widgets should be, or why
+    /// there is no figure (not built).
+    var oursStatic: BuildColumn? = nil
 
     /// A median and a 99th percentile, in microseconds unless the row's note says otherwise.
     struct Figure: Sendable {
@@ -32,6 +36,19 @@ struct BenchRow: Sendable {
         var peer: Peer
         var figure: Figure?
         var note: String
+    }
+
+    /// Another build of ours: its figure, or why it has none, and which build it is.
+    struct BuildColumn: Sendable {
+        var figure: Figure?
+        var note: String
+    }
+
+    /// The row as the static build has it: its figure as ours, beside the same floor and
+    /// peers, for the table's and the chart's second line. Nil when it was not measured.
+    var staticBuildRow: BenchRow? {
+        guard let figure = oursStatic?.figure else { return nil }
+        return BenchRow(name: name + " (static)", ours: figure, foundation: nil, floor: floor, note: "", peers: peers)
     }
 
     /// What the figures measure.
@@ -86,6 +103,10 @@ struct BenchRow: Sendable {
             "floor_median_us": number(floor?.median), "floor_p99_us": number(floor?.p99),
             "note": note,
         ]
+        if let oursStatic {
+            object["ours_static"] = ["median_us": number(oursStatic.figure?.median), "p99_us": number(oursStatic.figure?.p99),
+                                     "note": oursStatic.note] as [String: Any]
+        }
         if let peers {
             object["peers"] = Dictionary(uniqueKeysWithValues: peers.map { column in
                 (column.peer.rawValue, ["median_us": number(column.figure?.median), "p99_us": number(column.figure?.p99), "note": column.note] as [String: Any])

@@ -5,6 +5,8 @@ import Foundation
 /// floor (both on logarithmic scales).
 enum Chart {
     static func svg(_ rows: [BenchRow], machine: String) -> String {
+        // A row's static build gets bars of its own, after the row's.
+        let rows = rows.flatMap { row in [row] + (row.staticBuildRow.map { [$0] } ?? []) }
         let faster = rows.compactMap { row in row.foundationRatio.map { (row.name, $0) } }
         // get_foundation_sync has the same "ours" as get: its floor bar would repeat get's.
         let floor = rows.filter { $0.name != "get_foundation_sync" }.compactMap { row in row.floorRatio.map { (row.name, $0) } }

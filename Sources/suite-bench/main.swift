@@ -1,7 +1,7 @@
 // suite-bench: this library, Foundation's UserDefaults and the bare system calls,
 // measured side by side in one run.
 //
-//     suite-bench [--quick] [--json] [--dir DIR] [--svg FILE]
+//     suite-bench [--quick] [--json] [--peers] [--dir DIR] [--svg FILE] [--static-probe FILE]
 //
 // It prints a table of medians and 99th percentiles with the ratios, and whether each
 // target is met; --json prints one object instead, and --svg writes a chart.
@@ -66,6 +66,8 @@ do {
     rows += try bench.notificationRows()
     progress("cold start")
     rows.append(try bench.coldStartRow())
+    progress("spawn to first read")
+    rows.append(try bench.spawnToFirstReadRow())
     progress("durable set")
     rows.append(try bench.durableRow())
     progress("memory")

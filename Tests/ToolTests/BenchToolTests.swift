@@ -1,5 +1,6 @@
 import ChildProcess
 import Foundation
+import SuiteDefaults
 import Testing
 import TestSupport
 
@@ -24,7 +25,8 @@ struct BenchToolTests {
         let rows = try #require(object["rows"] as? [[String: Any]])
         #expect(rows.compactMap { $0["name"] as? String } == [
             "set", "get", "get_foundation_sync", "writes100", "update", "update_contended", "scale_10", "scale_1000",
-            "scale_10000", "scale_1mib_value", "notify_1", "notify_8", "notify_cpu", "cold_start", "durable_set", "memory",
+            "scale_10000", "scale_1mib_value", "notify_1", "notify_8", "notify_cpu", "cold_start", "spawn_to_first_read",
+            "durable_set", "memory",
         ])
         for row in rows {
             for field in ["ours_median_us", "ours_p99_us", "foundation_median_us", "foundation_p99_us", "floor_median_us", "floor_p99_us", "note"] {
@@ -38,6 +40,19 @@ struct BenchToolTests {
         #expect((contended?["note"] as? String)?.contains("commits per second") == true)
         #expect(((rows.first { $0["name"] as? String == "memory" })?["note"] as? String)?.hasPrefix("MiB") == true)
         #expect(rows.first { $0["name"] as? String == "notify_8" }?["foundation_median_us"] is NSNull)
+        // The widget's start: ours as swift build links it, always; the static build, a
+        // figure or "not built" with the command that builds it; the C floor when cc is here.
+        let spawn = try #require(rows.first { $0["name"] as? String == "spawn_to_first_read" })
+        #expect((spawn["ours_median_us"] as? Double).map { $0 > 0 } == true, "\(spawn)")
+        #expect((spawn["note"] as? String)?.contains("posix_spawn") == true)
+        let staticBuild = try #require(spawn["ours_static"] as? [String: Any], "\(spawn)")
+        let staticNote = staticBuild["note"] as? String ?? ""
+        if staticNote.hasPrefix("not built") {
+            #expect(staticNote.contains("--static-swift-stdlib") && staticBuild["median_us"] is NSNull, "\(staticNote)")
+        } else {
+            #expect((staticBuild["median_us"] as? Double).map { $0 > 0 } == true, "\(staticBuild)")
+        }
+        #expect(spawn["floor_median_us"] is Double || (spawn["note"] as? String)?.contains("none:") == true, "\(spawn)")
         let cpu = rows.first { $0["name"] as? String == "notify_cpu" }
         #expect((cpu?["note"] as? String)?.hasPrefix("ms of CPU") == true)
         #expect((cpu?["ours_median_us"] as? Double).map { $0 > 0 } == true, "a watcher's CPU is measured: \(cpu ?? [:])")
@@ -62,7 +77,7 @@ struct BenchToolTests {
         let json = try #require(bench.lines.last)
         let object = try #require(try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any])
         let rows = try #require(object["rows"] as? [[String: Any]])
-        #expect(rows.count == 16)
+        #expect(rows.count == 17)
         var installed = ["sqlite": true, "lmdb": true]
         for row in rows {
             let name = row["name"] as? String ?? ""
@@ -74,8 +89,11 @@ struct BenchToolTests {
                 if note.hasPrefix("not installed") {
                     #expect(note.contains(peer == "sqlite" ? "libsqlite3-0" : "liblmdb0"), "\(note)")
                     installed[peer] = false
+                } else if name == "spawn_to_first_read" && (peer == "sqlite" || note.contains("cc")) {
+                    // No C program for SQLite; LMDB's needs a C compiler, which a machine may lack.
+                    #expect(note.hasPrefix("not measured") || note.contains("cc"), "\(name).\(peer): \(note)")
                 } else {
-                    // Every row of this run applies to both peers.
+                    // Every other row of this run applies to both peers.
                     #expect(column["median_us"] is Double || column["median_us"] is Int, "\(name).\(peer): \(note)")
                 }
             }
@@ -99,5 +117,25 @@ struct BenchToolTests {
         }
         #expect(!FileManager.default.fileExists(atPath: home.file(".config").path), "\(home.names())")
         #expect(directory.names() == ["chart.svg"], "the run's own directory was removed")
+    }
+
+    /// suite-first-read, the widget probe that spawn_to_first_read starts, as a real
+    /// process: it prints the value it is asked for, its peak memory, or, bare, nothing of a suite.
+    @Test func widgetProbePrintsTheValue() throws {
+        let suite = try Suite(named: "group.widget", directory: directory.url)
+        try suite.set("imperial ✓", forKey: "units.system")
+        for index in 0..<50 { try suite.set("value \(index)", forKey: "key.\(index)") }
+        let read = try run(program: "suite-first-read", [directory.path, "group.widget", "units.system"])
+        #expect(read.status == .exited(0), "\(read.errors)")
+        #expect(read.lines == ["imperial ✓"])
+        let absent = try run(program: "suite-first-read", [directory.path, "group.widget", "absent"])
+        #expect(absent.status == .exited(1) && absent.lines.isEmpty)
+        let memory = try run(program: "suite-first-read", ["--memory", directory.path, "group.widget"])
+        let fields = memory.lines.first?.split(separator: " ") ?? []
+        #expect(memory.status == .exited(0) && fields.count == 4 && fields[0] == "peak_rss_kib" && fields[3] == "51", "\(memory.lines)")
+        #expect(fields.count == 4 && (Int(fields[1]) ?? 0) > 0)
+        #expect(try run(program: "suite-first-read", ["--bare"]).lines == ["bare"])
+        #expect(try run(program: "suite-first-read", ["--bare", "--memory"]).lines.first?.hasPrefix("peak_rss_kib ") == true)
+        #expect(try run(program: "suite-first-read", ["too", "few"]).status == .exited(2))
     }
 }

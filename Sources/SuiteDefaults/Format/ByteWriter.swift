@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// Writes the file format's little-endian encodings into a buffer whose size is known
 /// in advance (every encoding's size is computed first), with no growing and no copy.

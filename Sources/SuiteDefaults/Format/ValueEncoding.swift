@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// The binary encoding of a `SuiteValue`: a one-byte tag, then the payload.
 /// `Docs/FileFormat.md` specifies it byte by byte.

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// ISO 8601 dates in UTC that keep a date's stored number exactly:
 /// "2026-11-22T10:15:00.25Z", "+12345-01-01T00:00:00Z", "-0001-06-30T12:00:00Z".

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 extension Suite {
     /// Calls `onChange` for every change to every suite in a directory, including

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 extension SuiteChange {
     /// The change as one line of JSON: `time`, `suite`, `key`, `old`, `new` (plain

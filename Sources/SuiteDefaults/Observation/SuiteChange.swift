@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// One key's change in a suite, as an observer receives it.
 public struct SuiteChange: Sendable, Equatable, CustomStringConvertible {

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// One commit as the engine applied it to the contents: the key changes a layer
 /// above may hand on.

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// Thrown inside the store when a shared lock is not enough: the file needs a repair
 /// that only the holder of the exclusive lock may make.

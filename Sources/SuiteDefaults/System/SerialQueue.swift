@@ -1,5 +1,3 @@
-import Foundation
-
 /// A thread of its own that runs jobs one at a time, in the order they came.
 ///
 /// Observation uses it rather than libdispatch because libdispatch does not run in a
@@ -9,7 +7,7 @@ import Foundation
 final class SerialQueue: Sendable {
     private final class Jobs: @unchecked Sendable {
         // Guarded by `condition`.
-        let condition = NSCondition()
+        let condition = ThreadCondition()
         var waiting: [@Sendable () -> Void] = []
         var released = false
     }
@@ -39,7 +37,7 @@ final class SerialQueue: Sendable {
 
     /// Waits until every job queued before this call has run.
     func waitForQueuedJobs() {
-        let done = DispatchSemaphore(value: 0)
+        let done = ThreadSemaphore()
         async { done.signal() }
         done.wait()
     }

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 extension URL {
     /// The file system path of a file URL. `URL.path` costs about 200 µs on its first

@@ -13,7 +13,10 @@ extension Bench {
         for index in rows.indices {
             let name = rows[index].name
             progress("SQLite and LMDB: \(name)")
+            let measuredWithTheRow = rows[index].peers
             rows[index].peers = try Peer.allCases.map { peer in
+                // A row that measured its peers with ours, in one loop, keeps them (spawn_to_first_read).
+                if let column = measuredWithTheRow?.first(where: { $0.peer == peer }) { return column }
                 guard peer.isInstalled else { return .init(peer: peer, figure: nil, note: peer.notInstalled) }
                 if name == "get_foundation_sync", let get = getColumns[peer] {
                     return .init(peer: peer, figure: get.figure, note: "the same reads as in get")
@@ -109,7 +112,7 @@ extension Bench {
     }
 
     /// A store of the run's directory, filled with `keys` keys.
-    private func peerStore(_ peer: Peer, _ name: String, keys: Int, durable: Bool = false) throws -> any PeerStore {
+    func peerStore(_ peer: Peer, _ name: String, keys: Int, durable: Bool = false) throws -> any PeerStore {
         let store = try peer.open(peer.path(name, in: root), durable: durable)
         try store.fill(keys)
         return store

@@ -1,0 +1,64 @@
+// suite-first-read: what a widget does when it starts, and nothing else. It links
+// only SuiteDefaults, so that what `suite-bench` times from `posix_spawn` to its exit
+// (the spawn_to_first_read row) is the store's start-up, not the tools'.
+//
+//     suite-first-read DIR SUITE KEY            prints the value of KEY in the suite SUITE of DIR
+//     suite-first-read --memory DIR SUITE       reads every value, prints "peak_rss_kib N keys M"
+//     suite-first-read --bare [--memory]        opens no suite: prints "bare" (and its peak RSS)
+//
+// --bare is the fair "bare Swift process" to compare with: the same program with the
+// same libraries loaded, which touches no suite, so the difference is what the store
+// itself costs. Build it as a widget should be built (Docs/Performance.md):
+//
+//     swift build -c release --static-swift-stdlib --product suite-first-read --scratch-path .build-static
+//
+// Exit status: 0 printed; 1 no such key (or not a string); 2 usage; 3 the suite did not open.
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+import Glibc
+import SuiteDefaults
+
+/// The peak resident set size so far (VmHWM of /proc/self/status), in KiB; 0 if unreadable.
+func peakResidentKiB() -> Int {
+    guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8) else { return 0 }
+    let line = status.split(separator: "\n").first { $0.hasPrefix("VmHWM:") } ?? ""
+    return Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0
+}
+
+func fail(_ status: Int32, _ message: String) -> Never {
+    _ = "suite-first-read: \(message)\n".withCString { write(STDERR_FILENO, $0, strlen($0)) }
+    exit(status)
+}
+
+func open(_ directory: String, _ name: String) -> Suite {
+    do {
+        return try Suite(named: name, directory: URL(fileURLWithPath: directory, isDirectory: true))
+    } catch {
+        fail(3, "\(error)")
+    }
+}
+
+let usage = "usage: suite-first-read DIR SUITE KEY | --memory DIR SUITE | --bare [--memory]"
+let arguments = Array(CommandLine.arguments.dropFirst())
+switch arguments.first {
+case "--bare":
+    guard arguments.count <= 2, arguments.count == 1 || arguments[1] == "--memory" else { fail(2, usage) }
+    print(arguments.count == 2 ? "peak_rss_kib \(peakResidentKiB()) keys 0" : "bare")
+case "--memory":
+    guard arguments.count == 3 else { fail(2, usage) }
+    let suite = open(arguments[1], arguments[2])
+    // Every value read once, as a widget that shows them all would.
+    let values = suite.storedValues()
+    print("peak_rss_kib \(peakResidentKiB()) keys \(values.count)")
+    withExtendedLifetime((suite, values)) {}
+default:
+    guard arguments.count == 3 else { fail(2, usage) }
+    guard let value = open(arguments[0], arguments[1]).string(forKey: arguments[2]) else {
+        fail(1, "no string for the key \(arguments[2])")
+    }
+    print(value)
+}
+exit(0)
