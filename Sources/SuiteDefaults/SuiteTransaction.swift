@@ -92,21 +92,27 @@ public final class SuiteTransaction: SuiteWritable {
         isOpen = false
         defer { base = nil }
         let base = self.base ?? SuiteContents()
-        var liveBytes = clearsAll ? 0 : base.liveBytes
-        var changed = [Bool](repeating: true, count: writes.count)
-        for (index, operation) in writes.enumerated() {
+        let clearsAll = self.clearsAll
+        /// Whether the write changes the key, and by how much it changes the live size.
+        func effect(of operation: Operation) -> (changes: Bool, growth: Int) {
             let before = clearsAll ? nil : base.entry(forKey: operation.key!)
-            liveBytes -= before?.size ?? 0
             switch operation {
             case .set(let key, let value, let size):
-                changed[index] = !(before?.value).isStored(identicallyTo: value)
-                liveBytes += RecordFormat.size(ofSetting: key, valueSize: size)
+                return (!(before?.value).isStored(identicallyTo: value),
+                        RecordFormat.size(ofSetting: key, valueSize: size) - (before?.size ?? 0))
             case .remove, .removeAll:
-                changed[index] = before != nil
+                return (before != nil, -(before?.size ?? 0))
             }
         }
+        var liveBytes = clearsAll ? 0 : base.liveBytes
+        var allChange = true
+        for operation in writes {
+            let (changes, growth) = effect(of: operation)
+            liveBytes += growth
+            if !changes { allChange = false }
+        }
         // Usually every write changes something: the list goes on as it is.
-        var operations = changed.allSatisfy { $0 } ? writes : zip(writes, changed).filter(\.1).map(\.0)
+        var operations = allChange ? writes : writes.filter { effect(of: $0).changes }
         if clearsAll && base.count > 0 { operations.insert(.removeAll, at: 0) }
         return (operations, liveBytes)
     }

@@ -11,7 +11,7 @@ enum BenchWorker {
     static let syntax = CommandLineSyntax(
         synopsis: ["suite-bench worker ROLE --dir DIR [--suite NAME] [--count N] [--idle-ms MS]"],
         arguments: [CommandLineArgument("ROLE", help: """
-            cold, swift-baseline, fd-cold, contend, fd-contend, watch, inotify-floor, memory
+            cold, swift-baseline, fd-cold, contend, fd-contend, floor-contend, watch, inotify-floor, memory
             or fd-memory; for --peers, sqlite- or lmdb- followed by cold, contend, watch or memory
             """)],
         options: [
@@ -59,6 +59,11 @@ enum BenchWorker {
         case "fd-cold":
             let value = UserDefaults(suiteName: name)?.string(forKey: "key.7")
             Output.line("cold \(started) \(monotonicNanoseconds()) \(value != nil)")
+        case "floor-contend":
+            Output.line("ready")
+            waitForStart()
+            _ = Floor.incrementUnderLock(count, path: directory.appendingPathComponent(name).path)
+            Output.line("done \(count)")
         case "contend", "fd-contend":
             let store: any PreferenceStore
             if arguments.first == "contend" {

@@ -20,6 +20,34 @@ enum Floor {
         }
     }
 
+    /// One process's share of the contended floor: `count` times, the blocking
+    /// `flock`, a read of the 8-byte counter, its increment written back, unlock. The
+    /// least an atomic increment across processes under `flock` costs, hand-over
+    /// included; returns the counter as this process last wrote it.
+    static func incrementUnderLock(_ count: Int, path: String) -> UInt64 {
+        let descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        defer { close(descriptor) }
+        var counter: UInt64 = 0
+        for _ in 0..<count {
+            flock(descriptor, LOCK_EX)
+            counter = 0
+            _ = pread(descriptor, &counter, 8, 0)
+            counter += 1
+            _ = pwrite(descriptor, &counter, 8, 0)
+            flock(descriptor, LOCK_UN)
+        }
+        return counter
+    }
+
+    /// The counter that `incrementUnderLock` keeps in `path`.
+    static func counter(at path: String) -> UInt64 {
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        defer { close(descriptor) }
+        var counter: UInt64 = 0
+        _ = pread(descriptor, &counter, 8, 0)
+        return counter
+    }
+
     /// An 8-byte acquire load from a MAP_SHARED page: a freshness check.
     static func sharedLoad(batches: Int, in directory: URL) -> Samples {
         let path = directory.appendingPathComponent("floor.map").path

@@ -36,10 +36,13 @@ extension Bench {
         UserDefaults(suiteName: "fd-contended")?.set(0, forKey: "counter")
         UserDefaults(suiteName: "fd-contended")?.synchronize()
         let foundation = try run("fd-contend", "fd-contended", foundationEach)
-        let verified = ours.final == 4 * each
+        let floorSeconds = try contend("floor-contend", suite: "floor.contend", each: each)
+        let floorFinal = Floor.counter(at: root.appendingPathComponent("floor.contend").path)
+        let verified = ours.final == 4 * each && floorFinal == UInt64(4 * each)
         let row = BenchRow(name: "update_contended", ours: .init(median: ours.perSecond, p99: nil),
-                           foundation: .init(median: foundation.perSecond, p99: nil), floor: nil,
-                           note: "commits per second (not µs) across 4 processes; ours ended at \(ours.final) of \(4 * each) (\(verified ? "exact" : "WRONG")), Foundation at \(foundation.final) of \(4 * foundationEach)")
+                           foundation: .init(median: foundation.perSecond, p99: nil),
+                           floor: .init(median: Double(4 * each) / floorSeconds, p99: nil),
+                           note: "commits per second (not µs) across 4 processes; ours ended at \(ours.final) of \(4 * each) (\(verified ? "exact" : "WRONG")), Foundation at \(foundation.final) of \(4 * foundationEach); floor: 4 processes each taking the blocking flock, reading an 8-byte counter, writing it back plus one, unlocking (it ended at \(floorFinal))")
         return (row, verified)
     }
 

@@ -25,9 +25,10 @@ struct ByteWriter {
     /// Makes `size` bytes with `body` in `bytes`, reusing its storage: for encodings
     /// made over and over, such as a commit's record.
     static func write(count size: Int, into bytes: inout [UInt8], _ body: (inout ByteWriter) -> Void) {
-        if bytes.count != size {
-            bytes.removeAll(keepingCapacity: true)
-            bytes.append(contentsOf: repeatElement(0, count: size))
+        if bytes.count < size {
+            bytes.append(contentsOf: repeatElement(0, count: size - bytes.count))
+        } else if bytes.count > size {
+            bytes.removeLast(bytes.count - size)
         }
         bytes.withUnsafeMutableBytes { storage in
             var writer = ByteWriter(buffer: storage)
@@ -43,21 +44,25 @@ struct ByteWriter {
     /// The bytes written so far.
     var written: UnsafeRawBufferPointer { UnsafeRawBufferPointer(rebasing: buffer[..<count]) }
 
+    @inline(__always)
     private mutating func claim(_ size: Int) -> Int {
         precondition(size <= buffer.count - count, "encoding overruns its computed size")
         defer { count += size }
         return count
     }
 
+    @inline(__always)
     mutating func append(_ byte: UInt8) {
         buffer[claim(1)] = byte
     }
 
+    @inline(__always)
     mutating func append<T: FixedWidthInteger>(littleEndian value: T) {
         buffer.storeBytes(of: value.littleEndian, toByteOffset: claim(MemoryLayout<T>.size), as: T.self)
     }
 
     /// Unsigned LEB128: seven bits a byte, low bits first, high bit set on all but the last.
+    @inline(__always)
     mutating func appendVarint(_ value: UInt64) {
         var rest = value
         while rest >= 0x80 {
@@ -67,6 +72,7 @@ struct ByteWriter {
         append(UInt8(rest))
     }
 
+    @inline(__always)
     mutating func append(contentsOf bytes: UnsafeRawBufferPointer) {
         guard !bytes.isEmpty else { return }
         let start = claim(bytes.count)
