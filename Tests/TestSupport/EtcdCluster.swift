@@ -1,8 +1,5 @@
 import ChildProcess
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 import Glibc
 import Synchronization
 
@@ -96,7 +93,7 @@ public final class EtcdCluster: Sendable {
             "--advertise-client-urls", member.clientURL.absoluteString,
             "--listen-peer-urls", member.peerURL, "--initial-advertise-peer-urls", member.peerURL,
             "--initial-cluster", cluster, "--initial-cluster-state", "new",
-            "--initial-cluster-token", "suite-sync-test-\(getpid())-\(member.peerPort)",
+            "--initial-cluster-token", "suite-sync-test-\(getpid())-\(members[0].peerPort)",
             "--heartbeat-interval", "50", "--election-timeout", "500",
             "--logger", "zap", "--log-level", "error",
         ]
@@ -185,27 +182,59 @@ public final class EtcdCluster: Sendable {
         }
     }
 
-    /// One JSON POST to `url` + `path`; nil when no reply came by the deadline.
+    /// One JSON POST to `url` + `path`; nil when no whole reply came by the deadline.
+    ///
+    /// Over a plain socket, not URLSession: URLSession on Linux stops the process when a
+    /// reply carries HTTP trailers, as every error reply of etcd's gateway does.
     public static func post(_ url: URL, _ path: String, _ body: [String: String], timeout: Duration = .seconds(5))
         -> (status: Int, body: Data)? {
-        var request = URLRequest(url: url.appendingPathComponent(String(path.dropFirst())))
-        request.httpMethod = "POST"
-        request.httpBody = try? JSONSerialization.data(withJSONObject: body)
-        request.timeoutInterval = Double(timeout.components.seconds) + 1
-        let reply = Mutex<(status: Int, body: Data)?>(nil)
-        let done = DispatchSemaphore(value: 0)
-        let task = URLSession.shared.dataTask(with: request) { data, response, _ in
-            if let response = response as? HTTPURLResponse {
-                reply.withLock { $0 = (response.statusCode, data ?? Data()) }
+        guard let port = url.port, let json = try? JSONSerialization.data(withJSONObject: body) else { return nil }
+        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard descriptor >= 0 else { return nil }
+        defer { close(descriptor) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = UInt16(port).bigEndian
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard connected == 0 else { return nil }
+        let request = Data("POST \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nContent-Type: application/json\r\nContent-Length: \(json.count)\r\nConnection: close\r\n\r\n".utf8) + json
+        let sent = request.withUnsafeBytes { send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        guard sent == request.count else { return nil }
+        // The reply ends when the server closes the connection (Connection: close).
+        var received = Data()
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        let deadline = ContinuousClock.now + timeout
+        while true {
+            let left = deadline - ContinuousClock.now
+            guard left > .zero else { return nil }
+            var poller = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
+            guard poll(&poller, 1, Int32(min(left.components.seconds * 1000 + 1, 1000))) >= 0 || errno == EINTR else { return nil }
+            guard poller.revents != 0 else { continue }
+            let count = buffer.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, 0) }
+            if count < 0 { return nil }
+            if count == 0 { break }
+            received.append(contentsOf: buffer[0..<count])
+        }
+        guard let headEnd = received.range(of: Data("\r\n\r\n".utf8)) else { return nil }
+        let head = String(decoding: received[..<headEnd.lowerBound], as: UTF8.self)
+        let statusLine = head.split(separator: "\r\n").first ?? ""
+        guard let status = statusLine.split(separator: " ").dropFirst().first.flatMap({ Int($0) }) else { return nil }
+        var payload = Data(received[headEnd.upperBound...])
+        if head.lowercased().contains("transfer-encoding: chunked") {
+            // De-chunk: size line, data, CRLF, until the size 0 (trailers after it are dropped).
+            var chunked = payload
+            payload = Data()
+            while let lineEnd = chunked.range(of: Data("\r\n".utf8)),
+                  let size = Int(String(decoding: chunked[..<lineEnd.lowerBound], as: UTF8.self), radix: 16), size > 0,
+                  chunked.count >= lineEnd.upperBound - chunked.startIndex + size {
+                payload += chunked[lineEnd.upperBound..<(lineEnd.upperBound + size)]
+                chunked = Data(chunked[(lineEnd.upperBound + size)...].dropFirst(2))
             }
-            done.signal()
         }
-        task.resume()
-        if done.wait(timeout: .now() + Double(timeout.components.seconds)) == .timedOut {
-            task.cancel()
-            return nil
-        }
-        return reply.withLock { $0 }
+        return (status, payload)
     }
 }
 

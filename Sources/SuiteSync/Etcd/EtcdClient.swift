@@ -35,27 +35,43 @@ public final class EtcdClient: Sendable {
     }
 
     private let state = Mutex(State())
-    private let router = HTTPTaskRouter()
-    private let session: URLSession
+    private let plainTransport = SocketTransport()
+    /// For `https://` endpoints only; see `URLSessionTransport` for its limits.
+    private let secureTransport: URLSessionTransport?
 
     /// A client of the cluster that `configuration` names. It connects on first use.
     public init(configuration: EtcdConfiguration) throws(EtcdError) {
         try configuration.validate()
         try EtcdTrust.apply(configuration)
         self.configuration = configuration
-        session = URLSession(configuration: Self.sessionConfiguration(for: configuration), delegate: router,
-                             delegateQueue: nil)
+        secureTransport = configuration.endpoints.contains { $0.scheme?.lowercased() == "https" }
+            ? URLSessionTransport(requestTimeout: configuration.requestTimeout, idleTimeout: configuration.requestTimeout)
+            : nil
     }
 
     /// Cancels every request and watch under way; later requests throw
     /// `EtcdError.cancelled`. Called at deinit too.
     public func close() {
         state.withLock { $0.closed = true }
-        session.invalidateAndCancel()
+        secureTransport?.close()
     }
 
     deinit {
-        session.invalidateAndCancel()
+        secureTransport?.close()
+    }
+
+    /// The transport for unary requests to `endpoint`.
+    func transport(for endpoint: URL) -> any HTTPTransport {
+        if endpoint.scheme?.lowercased() == "https", let secureTransport { return secureTransport }
+        return plainTransport
+    }
+
+    /// A transport for one watch on `endpoint`, closed when the watch ends.
+    func watchTransport(for endpoint: URL) -> any HTTPTransport {
+        if endpoint.scheme?.lowercased() == "https" {
+            return URLSessionTransport(requestTimeout: configuration.requestTimeout, idleTimeout: configuration.watchIdleTimeout)
+        }
+        return plainTransport
     }
 
     /// The endpoint that requests go to first: the one that last answered.
@@ -65,16 +81,6 @@ public final class EtcdClient: Sendable {
 
     /// The highest revision any reply has shown so far.
     public var highestRevisionSeen: Int64 { state.withLock { $0.highestRevision } }
-
-    static func sessionConfiguration(for configuration: EtcdConfiguration) -> URLSessionConfiguration {
-        let session = URLSessionConfiguration.ephemeral
-        session.timeoutIntervalForRequest = configuration.requestTimeout.timeInterval
-        session.requestCachePolicy = .reloadIgnoringLocalCacheData
-        session.urlCache = nil
-        session.httpCookieStorage = nil
-        session.httpShouldSetCookies = false
-        return session
-    }
 
     // MARK: Reads
 
@@ -310,9 +316,9 @@ public final class EtcdClient: Sendable {
 
     /// One HTTP exchange; transport failures and timeouts become `Failover`.
     private func exchange(_ path: String, _ body: Data, at endpoint: URL, token: String?) async throws -> HTTPReply {
-        let request = makeRequest(path, body, at: endpoint, token: token, timeout: configuration.requestTimeout)
-        let result = await UnaryExchange.perform(request, in: session, router: router, limit: configuration.maximumReplyBytes,
-                                                 timeout: configuration.requestTimeout)
+        let request = makeRequest(path, body, at: endpoint, token: token, idleTimeout: configuration.requestTimeout)
+        let result = await UnaryExchange.perform(request, through: transport(for: endpoint),
+                                                 limit: configuration.maximumReplyBytes, timeout: configuration.requestTimeout)
         switch result {
         case .success(let reply):
             return reply
@@ -326,14 +332,11 @@ public final class EtcdClient: Sendable {
         }
     }
 
-    func makeRequest(_ path: String, _ body: Data, at endpoint: URL, token: String?, timeout: Duration) -> URLRequest {
-        var request = URLRequest(url: endpoint.appendingPathComponent(String(path.dropFirst())))
-        request.httpMethod = "POST"
-        request.httpBody = body
-        request.timeoutInterval = timeout.timeInterval
-        request.setValue("application/json", forHTTPHeaderField: "Content-Type")
-        if let token, !token.isEmpty { request.setValue(token, forHTTPHeaderField: "Authorization") }
-        return request
+    func makeRequest(_ path: String, _ body: Data, at endpoint: URL, token: String?, idleTimeout: Duration?) -> HTTPRequest {
+        var headers = ["Content-Type": "application/json"]
+        if let token, !token.isEmpty { headers["Authorization"] = token }
+        return HTTPRequest(url: endpoint.appendingPathComponent(String(path.dropFirst())), headers: headers, body: body,
+                           connectTimeout: configuration.requestTimeout, idleTimeout: idleTimeout)
     }
 
     /// The current token (nil: authenticate first), for the watch.
@@ -365,13 +368,6 @@ public final class EtcdClient: Sendable {
         state.withLock { $0.highestRevision = max($0.highestRevision, revision) }
     }
 
-    var watchSessionConfiguration: URLSessionConfiguration {
-        let session = Self.sessionConfiguration(for: configuration)
-        // A watch is silent while nothing changes: only the idle timeout (if any) ends it.
-        session.timeoutIntervalForRequest = (configuration.watchIdleTimeout ?? .seconds(400 * 86400)).timeInterval
-        session.timeoutIntervalForResource = 400 * 86400
-        return session
-    }
 }
 
 /// What one member says of itself.

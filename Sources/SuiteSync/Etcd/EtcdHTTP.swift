@@ -4,12 +4,87 @@ import FoundationNetworking
 #endif
 import Synchronization
 
-/// Receives one URLSession task's callbacks. Returning false from a data callback
-/// cancels the task.
+/// One HTTP request, as both transports take it: always a POST of a JSON body.
+struct HTTPRequest: Sendable {
+    /// The endpoint with the path.
+    var url: URL
+    var headers: [String: String]
+    var body: Data
+    /// How long connecting may take.
+    var connectTimeout: Duration
+    /// How long the reply may stay silent; nil: forever (a watch without an idle timeout).
+    var idleTimeout: Duration?
+}
+
+/// Receives one exchange's reply as it arrives. Returning false stops the exchange.
 protocol HTTPTaskHandler: AnyObject, Sendable {
-    func received(response: URLResponse) -> Bool
+    func received(status: Int) -> Bool
     func received(data: Data) -> Bool
+    /// Called once, last; `error` is nil when the whole reply was read.
     func completed(error: (any Error)?)
+}
+
+/// An exchange under way.
+protocol HTTPExchangeHandle: Sendable {
+    /// Stops the exchange; its handler's `completed` follows with an error.
+    func cancel()
+}
+
+/// A way to make HTTP exchanges: `SocketTransport` for `http://`, `URLSessionTransport`
+/// for `https://`.
+protocol HTTPTransport: Sendable {
+    func start(_ request: HTTPRequest, handler: any HTTPTaskHandler) -> any HTTPExchangeHandle
+    /// Cancels every exchange and releases what the transport holds.
+    func close()
+}
+
+/// HTTPS through URLSession, the only TLS the toolchain offers.
+///
+/// Two limits of swift-corelibs-foundation on Linux apply: it trusts only the system's
+/// certificate store (see `EtcdTrust`), and it stops the process when a reply carries
+/// HTTP trailers, which etcd's gateway sends with every error reply. `http://`
+/// endpoints therefore go through `SocketTransport`.
+final class URLSessionTransport: HTTPTransport, Sendable {
+    private let router = HTTPTaskRouter()
+    private let session: URLSession
+
+    init(requestTimeout: Duration, idleTimeout: Duration?) {
+        let configuration = URLSessionConfiguration.ephemeral
+        configuration.timeoutIntervalForRequest = (idleTimeout ?? .seconds(400 * 86400)).timeInterval
+        configuration.timeoutIntervalForResource = 400 * 86400
+        configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
+        configuration.urlCache = nil
+        configuration.httpCookieStorage = nil
+        configuration.httpShouldSetCookies = false
+        session = URLSession(configuration: configuration, delegate: router, delegateQueue: nil)
+    }
+
+    func start(_ request: HTTPRequest, handler: any HTTPTaskHandler) -> any HTTPExchangeHandle {
+        var urlRequest = URLRequest(url: request.url)
+        urlRequest.httpMethod = "POST"
+        urlRequest.httpBody = request.body
+        urlRequest.timeoutInterval = (request.idleTimeout ?? .seconds(400 * 86400)).timeInterval
+        for (name, value) in request.headers { urlRequest.setValue(value, forHTTPHeaderField: name) }
+        let task = session.dataTask(with: urlRequest)
+        router.register(handler, for: task)
+        task.resume()
+        return URLSessionExchange(task: task)
+    }
+
+    func close() {
+        session.invalidateAndCancel()
+    }
+
+    deinit {
+        session.invalidateAndCancel()
+    }
+}
+
+struct URLSessionExchange: HTTPExchangeHandle, @unchecked Sendable {
+    // URLSessionTask is thread-safe; corelibs does not mark it Sendable.
+    let task: URLSessionDataTask
+
+    func cancel() { task.cancel() }
 }
 
 /// A URLSession's delegate that hands each task's callbacks to that task's handler.
@@ -28,7 +103,8 @@ final class HTTPTaskRouter: NSObject, URLSessionDataDelegate, Sendable {
 
     func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive response: URLResponse,
                     completionHandler: @escaping @Sendable (URLSession.ResponseDisposition) -> Void) {
-        let proceed = handler(of: dataTask)?.received(response: response) ?? false
+        let status = (response as? HTTPURLResponse)?.statusCode ?? 0
+        let proceed = handler(of: dataTask)?.received(status: status) ?? false
         completionHandler(proceed ? .allow : .cancel)
     }
 
@@ -73,6 +149,7 @@ enum HTTPAttemptFailure: Error, Sendable, Equatable {
 /// A short text for a transport error: URLSession's code, never its full description
 /// (which may quote the URL's query or a body).
 func transportFailureText(_ error: any Error) -> String {
+    if let failure = error as? SocketFailure { return failure.text }
     guard let urlError = error as? URLError else { return "connection failed" }
     switch urlError.code {
     case .cannotConnectToHost: return "connection refused"
@@ -103,38 +180,39 @@ final class UnaryExchange: HTTPTaskHandler, Sendable {
         self.limit = limit
     }
 
-    /// Sends `request` through `session` and waits for its reply, the deadline, or the
+    /// Sends `request` through `transport` and waits for its reply, the deadline, or the
     /// calling task's cancellation, whichever comes first.
-    static func perform(_ request: URLRequest, in session: URLSession, router: HTTPTaskRouter, limit: Int,
+    static func perform(_ request: HTTPRequest, through transport: any HTTPTransport, limit: Int,
                         timeout: Duration) async -> Result<HTTPReply, HTTPAttemptFailure> {
         let exchange = UnaryExchange(limit: limit)
-        let task = session.dataTask(with: request)
-        router.register(exchange, for: task)
+        let handle = HandleBox()
         let deadline = DispatchWorkItem { [weak exchange] in
             exchange?.finish(.failure(.timedOut))
-            task.cancel()
+            handle.cancel()
         }
         defer { deadline.cancel() }
         return await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
-                exchange.start(continuation)
-                task.resume()
+                guard exchange.start(continuation) else { return }
+                handle.set(transport.start(request, handler: exchange))
                 DispatchQueue.global().asyncAfter(deadline: .now() + timeout.timeInterval, execute: deadline)
             }
         } onCancel: {
             exchange.finish(.failure(.cancelled))
-            task.cancel()
+            handle.cancel()
         }
     }
 
-    private func start(_ continuation: CheckedContinuation<Result<HTTPReply, HTTPAttemptFailure>, Never>) {
+    /// Keeps the continuation; false (having answered it) when the exchange was settled
+    /// before it started, by a cancel.
+    private func start(_ continuation: CheckedContinuation<Result<HTTPReply, HTTPAttemptFailure>, Never>) -> Bool {
         let earlier: Result<HTTPReply, HTTPAttemptFailure>? = state.withLock {
             if let outcome = $0.outcome { return outcome }
             $0.continuation = continuation
             return nil
         }
-        // Cancelled before it started: answer at once.
         if let earlier { continuation.resume(returning: earlier) }
+        return earlier == nil
     }
 
     /// Settles the exchange; only the first outcome counts.
@@ -149,8 +227,8 @@ final class UnaryExchange: HTTPTaskHandler, Sendable {
         continuation?.resume(returning: outcome)
     }
 
-    func received(response: URLResponse) -> Bool {
-        state.withLock { $0.status = (response as? HTTPURLResponse)?.statusCode ?? 0 }
+    func received(status: Int) -> Bool {
+        state.withLock { $0.status = status }
         return true
     }
 
@@ -172,6 +250,28 @@ final class UnaryExchange: HTTPTaskHandler, Sendable {
         }
         let reply = state.withLock { HTTPReply(status: $0.status, body: $0.body) }
         finish(.success(reply))
+    }
+}
+
+/// The handle of an exchange, set once it started; a cancel before that is kept and
+/// applied when it is set.
+final class HandleBox: Sendable {
+    private let state = Mutex<(handle: (any HTTPExchangeHandle)?, cancelled: Bool)>((nil, false))
+
+    func set(_ handle: any HTTPExchangeHandle) {
+        let cancelled = state.withLock { state in
+            state.handle = handle
+            return state.cancelled
+        }
+        if cancelled { handle.cancel() }
+    }
+
+    func cancel() {
+        let handle = state.withLock { state in
+            state.cancelled = true
+            return state.handle
+        }
+        handle?.cancel()
     }
 }
 

@@ -103,8 +103,10 @@ extension EtcdClient {
                     break
                 }
                 let connection = WatchConnection(client: self, endpointIndex: index, startRevision: startRevision)
-                let request = makeRequest("/v3/watch", body, at: endpoint, token: token, timeout: configuration.requestTimeout)
-                switch await connection.start(request, session: watchSessionConfiguration, timeout: configuration.requestTimeout) {
+                let request = makeRequest("/v3/watch", body, at: endpoint, token: token,
+                                          idleTimeout: configuration.watchIdleTimeout)
+                switch await connection.start(request, through: watchTransport(for: endpoint),
+                                              timeout: configuration.requestTimeout) {
                 case .started(let watch):
                     prefer(index)
                     return watch
@@ -150,8 +152,8 @@ final class WatchConnection: HTTPTaskHandler, Sendable {
         /// The body of a non-200 answer, up to a small limit.
         var errorBody = Data()
         var lines: LineSplitter
-        var session: URLSession?
-        var task: URLSessionDataTask?
+        var transport: (any HTTPTransport)?
+        var exchange: (any HTTPExchangeHandle)?
         var lastHeaderRevision: Int64 = 0
         var lastEventRevision: Int64 = 0
         /// Every change up to here was delivered.
@@ -186,15 +188,8 @@ final class WatchConnection: HTTPTaskHandler, Sendable {
 
     /// Connects and waits for etcd's confirmation, an answer that refuses the watch, or
     /// the deadline.
-    func start(_ request: URLRequest, session configuration: URLSessionConfiguration, timeout: Duration) async -> StartOutcome {
-        let router = HTTPTaskRouter()
-        let session = URLSession(configuration: configuration, delegate: router, delegateQueue: nil)
-        let task = session.dataTask(with: request)
-        state.withLock {
-            $0.session = session
-            $0.task = task
-        }
-        router.register(self, for: task)
+    func start(_ request: HTTPRequest, through transport: any HTTPTransport, timeout: Duration) async -> StartOutcome {
+        state.withLock { $0.transport = transport }
         continuation.onTermination = { [weak self] _ in self?.stop() }
         let deadline = DispatchWorkItem { [weak self] in
             self?.settleStart(.failover("no reply in time"))
@@ -211,7 +206,13 @@ final class WatchConnection: HTTPTaskHandler, Sendable {
                     waiting.resume(returning: early)
                     return
                 }
-                task.resume()
+                let exchange = transport.start(request, handler: self)
+                let ended = state.withLock { state -> Bool in
+                    if case .ended = state.phase { return true }
+                    state.exchange = exchange
+                    return false
+                }
+                if ended { exchange.cancel() }
                 DispatchQueue.global().asyncAfter(deadline: .now() + timeout.timeInterval, execute: deadline)
             }
         } onCancel: {
@@ -243,15 +244,16 @@ final class WatchConnection: HTTPTaskHandler, Sendable {
     }
 
     private func closeConnection() {
-        let (session, task) = state.withLock { state in
+        let (transport, exchange) = state.withLock { state in
             defer {
-                state.session = nil
-                state.task = nil
+                state.transport = nil
+                state.exchange = nil
             }
-            return (state.session, state.task)
+            return (state.transport, state.exchange)
         }
-        task?.cancel()
-        session?.invalidateAndCancel()
+        exchange?.cancel()
+        // A watch's own URLSession (https) is released with it; the socket transport holds nothing.
+        if transport is URLSessionTransport { transport?.close() }
     }
 
     /// Ends the stream with `error`, once.
@@ -269,8 +271,8 @@ final class WatchConnection: HTTPTaskHandler, Sendable {
 
     // MARK: HTTPTaskHandler
 
-    func received(response: URLResponse) -> Bool {
-        state.withLock { $0.status = (response as? HTTPURLResponse)?.statusCode ?? 0 }
+    func received(status: Int) -> Bool {
+        state.withLock { $0.status = status }
         return true
     }
 
