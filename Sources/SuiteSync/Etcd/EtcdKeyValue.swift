@@ -37,6 +37,12 @@ public struct EtcdRangeResult: Sendable, Equatable {
     public var revision: Int64
     /// Whether more keys are in the range than a `limit` let through.
     public var more: Bool
+
+    public init(keyValues: [EtcdKeyValue], revision: Int64, more: Bool = false) {
+        self.keyValues = keyValues
+        self.revision = revision
+        self.more = more
+    }
 }
 
 /// What a create-only transaction did.
@@ -64,6 +70,11 @@ public struct EtcdDeleteResult: Sendable, Equatable {
     public var deleted: Int64
     /// The store's revision after the delete (unchanged when nothing was deleted).
     public var revision: Int64
+
+    public init(deleted: Int64, revision: Int64) {
+        self.deleted = deleted
+        self.revision = revision
+    }
 }
 
 /// One change seen by a watch.
@@ -80,6 +91,12 @@ public struct EtcdWatchEvent: Sendable, Equatable {
     /// The key before the change, when the watch asked for it and it existed (and was not
     /// compacted away).
     public var previous: EtcdKeyValue?
+
+    public init(kind: Kind, keyValue: EtcdKeyValue, previous: EtcdKeyValue?) {
+        self.kind = kind
+        self.keyValue = keyValue
+        self.previous = previous
+    }
 }
 
 /// The events of one revision range, as one line of the watch's stream brings them.
@@ -95,6 +112,12 @@ public struct EtcdWatchBatch: Sendable, Equatable {
     /// revision, or for a progress notification (no events) the header's revision. Store
     /// this, and watch again from it + 1.
     public var deliveredThrough: Int64
+
+    public init(revision: Int64, events: [EtcdWatchEvent], deliveredThrough: Int64) {
+        self.revision = revision
+        self.events = events
+        self.deliveredThrough = deliveredThrough
+    }
 }
 
 /// Key ranges as etcd's `range_end` expresses them.
