@@ -66,9 +66,10 @@ let package = Package(
             ])]
         ),
 
-        // SuiteSync (issue #15): an etcd v3 client over the JSON gateway (URLSession from
-        // FoundationNetworking, the toolchain's JSON), with failover, authentication and
-        // streamed watches, on which the mirroring of suites is built.
+        // SuiteSync (issue #15): an etcd v3 client over the JSON gateway, with failover,
+        // authentication and streamed watches, on which the mirroring of suites is built.
+        // Its HTTP is its own (URLSession on Linux traps on etcd's error replies), and its
+        // TLS is OpenSSL's libssl, loaded at run time only for https endpoints.
         .target(name: "SuiteSync"),
 
         // A `defaults`-style command-line tool over the library.

@@ -8,8 +8,8 @@ struct EtcdAuthenticationTests {
     static let password = "s3cret-pässwörd-\(UInt32.random(in: 0...UInt32.max))"
 
     @Test func aWrongPasswordIsATypedErrorThatNeverShowsAPassword() async throws {
-        let cluster = try EtcdCluster.start()
-        try cluster.enableAuthentication(rootPassword: Self.password)
+        let cluster = try await EtcdCluster.start()
+        try await cluster.enableAuthentication(rootPassword: Self.password)
         let wrongPassword = "wrong-\(Self.password)"
 
         let wrong = try EtcdClient(configuration: EtcdConfiguration(
@@ -34,8 +34,8 @@ struct EtcdAuthenticationTests {
     }
 
     @Test func theRightPasswordWorksAndARejectedTokenIsRenewedOnce() async throws {
-        let cluster = try EtcdCluster.start()
-        try cluster.enableAuthentication(rootPassword: Self.password)
+        let cluster = try await EtcdCluster.start()
+        try await cluster.enableAuthentication(rootPassword: Self.password)
         let directory = TemporaryDirectory("suite-sync-password")
         try directory.write(Array((Self.password + "\n").utf8), to: "password")
         let credentials = try EtcdCredentials(name: "root", passwordFile: directory.file("password").path)
@@ -50,7 +50,7 @@ struct EtcdAuthenticationTests {
 
         // etcd's simple tokens live in the member's memory: after a restart the client's
         // token is rejected, and the client authenticates again by itself.
-        try cluster.restart(0)
+        try await cluster.restart(0)
         let again = try await within(.seconds(10), "a put after the restart") {
             try await client.put(bytes("/auth/k"), value: bytes("v2"))
         }

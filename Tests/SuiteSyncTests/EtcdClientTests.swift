@@ -6,7 +6,7 @@ import TestSupport
 @Suite("The etcd client against one real etcd member", .needsEtcd)
 struct EtcdClientTests {
     @Test func binaryAndNonASCIIKeysAndValuesRoundTrip() async throws {
-        let cluster = try EtcdCluster.start()
+        let cluster = try await EtcdCluster.start()
         let client = try EtcdClient(configuration: EtcdConfiguration(endpoints: cluster.endpoints))
         let pairs: [(Data, Data)] = [
             (bytes("/t/plain"), bytes("imperial")),
@@ -41,7 +41,7 @@ struct EtcdClientTests {
         #expect(EtcdKeyRange.rangeEnd(ofPrefix: Data([0xFF, 0xFF])) == Data([0]))
         #expect(EtcdKeyRange.rangeEnd(ofPrefix: Data()) == Data([0]))
 
-        let cluster = try EtcdCluster.start()
+        let cluster = try await EtcdCluster.start()
         let client = try EtcdClient(configuration: EtcdConfiguration(endpoints: cluster.endpoints))
         let inside = [Data([0x70, 0xFF]), Data([0x70, 0xFF, 0x01]), Data([0x70, 0xFF, 0xFF, 0x05])]
         let outside = [Data([0x70, 0xFE, 0xFF]), Data([0x71]), Data([0x71, 0x00]), Data([0x70])]
@@ -60,7 +60,7 @@ struct EtcdClientTests {
     }
 
     @Test func aCreateOnlyTransactionCreatesOnceAndThenReturnsWhatIsStored() async throws {
-        let cluster = try EtcdCluster.start()
+        let cluster = try await EtcdCluster.start()
         let client = try EtcdClient(configuration: EtcdConfiguration(endpoints: cluster.endpoints))
         let key = bytes("/suite-defaults/alice/units/units.system")
 
@@ -93,7 +93,7 @@ struct EtcdClientTests {
     }
 
     @Test func aWatchFromThePastDeliversPutsAndDeletesInOrderWithPreviousValues() async throws {
-        let cluster = try EtcdCluster.start()
+        let cluster = try await EtcdCluster.start()
         let client = try EtcdClient(configuration: EtcdConfiguration(endpoints: cluster.endpoints))
         let first = try await client.put(bytes("/w/a"), value: bytes("1"))
         try await client.put(bytes("/w/a"), value: bytes("2"))
@@ -123,7 +123,7 @@ struct EtcdClientTests {
     }
 
     @Test func aWatchFromACompactedRevisionFailsWithTheCompactRevision() async throws {
-        let cluster = try EtcdCluster.start()
+        let cluster = try await EtcdCluster.start()
         let client = try EtcdClient(configuration: EtcdConfiguration(endpoints: cluster.endpoints))
         let first = try await client.put(bytes("/c/k"), value: bytes("1"))
         try await client.put(bytes("/c/k"), value: bytes("2"))

@@ -6,8 +6,8 @@ import TestSupport
 @Suite("The etcd client fails over between the members of a 3-member cluster", .needsEtcd, .serialized)
 struct EtcdFailoverTests {
     @Test func aKilledMembersRequestsAndWatchGoToAnotherMember() async throws {
-        let cluster = try EtcdCluster.start(size: 3)
-        let leader = try #require(cluster.leader(), "the cluster elected no leader")
+        let cluster = try await EtcdCluster.start(size: 3)
+        let leader = try #require(await cluster.leader(), "the cluster elected no leader")
         let follower = (leader + 1) % 3
         // The client starts on a follower, so that the others keep a leader and a quorum.
         let order = [follower] + (0..<3).filter { $0 != follower }
@@ -19,7 +19,7 @@ struct EtcdFailoverTests {
         #expect(watch.endpoint == cluster.endpoints[follower])
         #expect(try await events(of: watch, count: 1).map(\.keyValue.modRevision) == [before])
 
-        cluster.kill(follower)
+        await cluster.kill(follower)
 
         // The watch on the dead member ends with a typed error that says where to resume.
         let error = try await within(.seconds(10), "the watch's error") {
@@ -43,15 +43,15 @@ struct EtcdFailoverTests {
     }
 
     @Test func theClusterServesAgainAfterItsLeaderIsKilledAndTheLeaderCatchesUpOnRestart() async throws {
-        let cluster = try EtcdCluster.start(size: 3)
-        let leader = try #require(cluster.leader(), "the cluster elected no leader")
+        let cluster = try await EtcdCluster.start(size: 3)
+        let leader = try #require(await cluster.leader(), "the cluster elected no leader")
         let order = [leader] + (0..<3).filter { $0 != leader }
         let client = try EtcdClient(configuration: EtcdConfiguration(endpoints: order.map { cluster.endpoints[$0] },
                                                                      requestTimeout: .seconds(3)))
         try await client.put(bytes("/l/1"), value: bytes("before"))
         #expect(client.currentEndpoint == cluster.endpoints[leader])
 
-        cluster.kill(leader)
+        await cluster.kill(leader)
 
         // Until the others elect a leader (about a second), they answer "unavailable" or
         // hold the request; a write then succeeds on one of them.
@@ -66,11 +66,11 @@ struct EtcdFailoverTests {
             }
         }
         #expect(client.currentEndpoint != cluster.endpoints[leader])
-        let newLeader = try #require(cluster.leader())
+        let newLeader = try #require(await cluster.leader())
         #expect(newLeader != leader)
 
         // The old leader, restarted on its data directory, catches up and serves the write.
-        try cluster.restart(leader)
+        try await cluster.restart(leader)
         let direct = try EtcdClient(configuration: EtcdConfiguration(endpoints: [cluster.endpoints[leader]]))
         let read = try await within(.seconds(10), "the restarted member's read") {
             try await direct.get(bytes("/l/2"))

@@ -26,12 +26,14 @@ public final class EtcdCluster: Sendable {
         public let clientPort: UInt16
         public let peerPort: UInt16
         public let dataDirectory: String
-        public var clientURL: URL { URL(string: "http://127.0.0.1:\(clientPort)")! }
+        let scheme: String
+        public var clientURL: URL { URL(string: "\(scheme)://127.0.0.1:\(clientPort)")! }
         var peerURL: String { "http://127.0.0.1:\(peerPort)" }
     }
 
     public let members: [Member]
     private let directory: TemporaryDirectory
+    private let tls: EtcdTLSFiles?
     private let processes: Mutex<[ChildProcess?]>
 
     /// The members' client URLs, in member order.
@@ -39,12 +41,21 @@ public final class EtcdCluster: Sendable {
 
     /// Starts `size` members and waits until each answers, or throws. A start that fails
     /// because another program took a port in the meantime is tried again on new ports.
-    public static func start(size: Int = 1, timeout: Duration = .seconds(30)) throws -> EtcdCluster {
+    ///
+    /// The waiting runs on a thread of its own, not on the tasks' cooperative threads,
+    /// which other tests running at the same time need.
+    public static func start(size: Int = 1, timeout: Duration = .seconds(30), tls: EtcdTLSFiles? = nil) async throws
+        -> EtcdCluster {
+        try await offThePool { try startBlocking(size: size, timeout: timeout, tls: tls) }
+    }
+
+    private static func startBlocking(size: Int, timeout: Duration, tls: EtcdTLSFiles?) throws -> EtcdCluster {
         guard let executable else { throw EtcdClusterError(missingMessage) }
         var lastFailure = ""
         for _ in 1...3 {
             do {
-                return try EtcdCluster(size: size, executable: executable, ports: try FreePorts.pick(2 * size), timeout: timeout)
+                return try EtcdCluster(size: size, executable: executable, ports: try FreePorts.pick(2 * size),
+                                       timeout: timeout, tls: tls)
             } catch let failure as EtcdClusterError {
                 lastFailure = failure.message
                 // Only a port taken between choosing and binding is worth another try.
@@ -54,12 +65,13 @@ public final class EtcdCluster: Sendable {
         throw EtcdClusterError("etcd did not start: \(lastFailure)")
     }
 
-    private init(size: Int, executable: String, ports: [UInt16], timeout: Duration) throws {
+    private init(size: Int, executable: String, ports: [UInt16], timeout: Duration, tls: EtcdTLSFiles?) throws {
         let directory = TemporaryDirectory("suite-sync-etcd")
         self.directory = directory
+        self.tls = tls
         members = (0..<size).map { index in
             Member(name: "member\(index)", clientPort: ports[2 * index], peerPort: ports[2 * index + 1],
-                   dataDirectory: directory.file("member\(index)").path)
+                   dataDirectory: directory.file("member\(index)").path, scheme: tls == nil ? "http" : "https")
         }
         processes = Mutex(Array(repeating: nil, count: size))
         do {
@@ -96,7 +108,7 @@ public final class EtcdCluster: Sendable {
             "--initial-cluster-token", "suite-sync-test-\(getpid())-\(members[0].peerPort)",
             "--heartbeat-interval", "50", "--election-timeout", "500",
             "--logger", "zap", "--log-level", "error",
-        ]
+        ] + (tls.map { ["--cert-file", $0.certificate, "--key-file", $0.key] } ?? [])
         let process = try ChildProcess(executable: executable, arguments: arguments)
         process.closeInput()
         processes.withLock { $0[index] = process }
@@ -111,7 +123,10 @@ public final class EtcdCluster: Sendable {
             if let ended = process.wait(timeout: .zero) {
                 throw EtcdClusterError("member \(index) \(ended): \(process.standardError.suffix(2000))")
             }
-            if let reply = Self.post(members[index].clientURL, "/v3/kv/range", ["key": "AA=="], timeout: .seconds(2)),
+            if tls != nil {
+                // No TLS here: a member whose client port accepts has started serving.
+                if Self.accepts(members[index].clientPort) && (process.wait(timeout: .milliseconds(200)) == nil) { return }
+            } else if let reply = Self.post(members[index].clientURL, "/v3/kv/range", ["key": "AA=="], timeout: .seconds(2)),
                reply.status == 200 || reply.status == 400 || reply.status == 401 {
                 // 400/401: auth is on and the request had no token; the member serves.
                 return
@@ -123,22 +138,34 @@ public final class EtcdCluster: Sendable {
     }
 
     /// Stops member `index` with SIGTERM and reaps it (SIGKILL if it lingers).
-    public func stop(_ index: Int) {
+    public func stop(_ index: Int) async {
+        await offThePool { self.stopBlocking(index) }
+    }
+
+    private func stopBlocking(_ index: Int) {
         guard let process = processes.withLock({ current in defer { current[index] = nil }; return current[index] }) else { return }
         process.signal(SIGTERM)
         if process.wait(timeout: .seconds(10)) == nil { process.kill() }
     }
 
     /// Kills member `index` with SIGKILL and reaps it.
-    public func kill(_ index: Int) {
+    public func kill(_ index: Int) async {
+        await offThePool { self.killBlocking(index) }
+    }
+
+    private func killBlocking(_ index: Int) {
         let process = processes.withLock { current in defer { current[index] = nil }; return current[index] }
         process?.kill()
     }
 
     /// Starts member `index` again, on its ports and data directory, and waits until it answers.
-    public func restart(_ index: Int, timeout: Duration = .seconds(30)) throws {
+    public func restart(_ index: Int, timeout: Duration = .seconds(30)) async throws {
+        try await offThePool { try self.restartBlocking(index, timeout: timeout) }
+    }
+
+    private func restartBlocking(_ index: Int, timeout: Duration) throws {
         guard let executable = Self.executable else { throw EtcdClusterError(Self.missingMessage) }
-        kill(index)
+        killBlocking(index)
         try launch(index, executable: executable)
         try waitUntilReady(index, timeout: timeout)
     }
@@ -148,7 +175,11 @@ public final class EtcdCluster: Sendable {
 
     /// The index of the member that is leader, as the running members agree; nil if none
     /// is by the deadline.
-    public func leader(timeout: Duration = .seconds(10)) -> Int? {
+    public func leader(timeout: Duration = .seconds(10)) async -> Int? {
+        await offThePool { self.leaderBlocking(timeout: timeout) }
+    }
+
+    private func leaderBlocking(timeout: Duration) -> Int? {
         let deadline = ContinuousClock.now + timeout
         repeat {
             var leaders: Set<String> = []
@@ -170,7 +201,11 @@ public final class EtcdCluster: Sendable {
     }
 
     /// Turns authentication on with a `root` user (the role etcd requires) and `password`.
-    public func enableAuthentication(rootPassword password: String) throws {
+    public func enableAuthentication(rootPassword password: String) async throws {
+        try await offThePool { try self.enableAuthenticationBlocking(rootPassword: password) }
+    }
+
+    private func enableAuthenticationBlocking(rootPassword password: String) throws {
         let url = members[0].clientURL
         for (path, body) in [("/v3/auth/user/add", ["name": "root", "password": password]),
                              ("/v3/auth/role/add", ["name": "root"]),
@@ -235,6 +270,47 @@ public final class EtcdCluster: Sendable {
             }
         }
         return (status, payload)
+    }
+}
+
+/// The certificate and key an https member serves with.
+public struct EtcdTLSFiles: Sendable {
+    public let certificate: String
+    public let key: String
+
+    public init(certificate: String, key: String) {
+        self.certificate = certificate
+        self.key = key
+    }
+}
+
+extension EtcdCluster {
+    /// Whether something accepts connections on the loopback `port`.
+    static func accepts(_ port: UInt16) -> Bool {
+        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard descriptor >= 0 else { return false }
+        defer { close(descriptor) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = port.bigEndian
+        return withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        } == 0
+    }
+}
+
+/// Runs blocking work (waiting for processes and sockets) on a thread of its own, so that
+/// it never holds one of the few cooperative threads that every test's tasks share.
+public func offThePool<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+    try await withCheckedThrowingContinuation { continuation in
+        Thread { continuation.resume(with: Result { try work() }) }.start()
+    }
+}
+
+public func offThePool<T: Sendable>(_ work: @escaping @Sendable () -> T) async -> T {
+    await withCheckedContinuation { continuation in
+        Thread { continuation.resume(returning: work()) }.start()
     }
 }
 

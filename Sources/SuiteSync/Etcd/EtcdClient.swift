@@ -1,11 +1,8 @@
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 import Synchronization
 
 /// A client of an etcd v3 cluster through its JSON gateway (etcd 3.4: `/v3/kv/range`,
-/// `/v3/kv/put`, `/v3/kv/txn`, `/v3/watch`, ...), over URLSession.
+/// `/v3/kv/put`, `/v3/kv/txn`, `/v3/watch`, ...), over HTTP/1.1 or HTTPS (`SocketTransport`).
 ///
 /// - **Failover.** A request goes to the endpoint that last answered. When that one fails
 ///   with a connection error, a timeout, or a 5xx or "unavailable" answer, the request
@@ -35,44 +32,23 @@ public final class EtcdClient: Sendable {
     }
 
     private let state = Mutex(State())
-    private let plainTransport = SocketTransport()
-    /// For `https://` endpoints only; see `URLSessionTransport` for its limits.
-    private let secureTransport: URLSessionTransport?
+    private let transport: SocketTransport
 
     /// A client of the cluster that `configuration` names. It connects on first use.
     public init(configuration: EtcdConfiguration) throws(EtcdError) {
         try configuration.validate()
-        try EtcdTrust.apply(configuration)
         self.configuration = configuration
-        secureTransport = configuration.endpoints.contains { $0.scheme?.lowercased() == "https" }
-            ? URLSessionTransport(requestTimeout: configuration.requestTimeout, idleTimeout: configuration.requestTimeout)
-            : nil
+        transport = SocketTransport(tls: try EtcdTrust.context(for: configuration))
     }
 
-    /// Cancels every request and watch under way; later requests throw
-    /// `EtcdError.cancelled`. Called at deinit too.
+    /// Makes later requests and watches throw `EtcdError.cancelled`. Requests under way
+    /// end at their deadline; watches end when cancelled or dropped.
     public func close() {
         state.withLock { $0.closed = true }
-        secureTransport?.close()
     }
 
-    deinit {
-        secureTransport?.close()
-    }
-
-    /// The transport for unary requests to `endpoint`.
-    func transport(for endpoint: URL) -> any HTTPTransport {
-        if endpoint.scheme?.lowercased() == "https", let secureTransport { return secureTransport }
-        return plainTransport
-    }
-
-    /// A transport for one watch on `endpoint`, closed when the watch ends.
-    func watchTransport(for endpoint: URL) -> any HTTPTransport {
-        if endpoint.scheme?.lowercased() == "https" {
-            return URLSessionTransport(requestTimeout: configuration.requestTimeout, idleTimeout: configuration.watchIdleTimeout)
-        }
-        return plainTransport
-    }
+    /// The transport for requests and watches to `endpoint`.
+    func transport(for endpoint: URL) -> any HTTPTransport { transport }
 
     /// The endpoint that requests go to first: the one that last answered.
     public var currentEndpoint: URL {

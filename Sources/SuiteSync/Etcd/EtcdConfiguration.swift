@@ -10,7 +10,7 @@ public struct EtcdConfiguration: Sendable {
     public var credentials: EtcdCredentials?
 
     /// A PEM file of the certificate authorities to trust for `https` endpoints
-    /// (`--cacert`). See `EtcdTrust` for what URLSession on Linux can do with it.
+    /// (`--cacert`). See `EtcdTrust`: the client trusts exactly these (or the system store when nil).
     public var certificateAuthorityFile: String?
 
     /// The longest one request to one endpoint may take, connection included. A request

@@ -1,7 +1,4 @@
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 import Synchronization
 
 /// One HTTP request, as both transports take it: always a POST of a JSON body.
@@ -30,92 +27,11 @@ protocol HTTPExchangeHandle: Sendable {
     func cancel()
 }
 
-/// A way to make HTTP exchanges: `SocketTransport` for `http://`, `URLSessionTransport`
-/// for `https://`.
+/// A way to make HTTP exchanges (`SocketTransport`; a seam for others).
 protocol HTTPTransport: Sendable {
     func start(_ request: HTTPRequest, handler: any HTTPTaskHandler) -> any HTTPExchangeHandle
     /// Cancels every exchange and releases what the transport holds.
     func close()
-}
-
-/// HTTPS through URLSession, the only TLS the toolchain offers.
-///
-/// Two limits of swift-corelibs-foundation on Linux apply: it trusts only the system's
-/// certificate store (see `EtcdTrust`), and it stops the process when a reply carries
-/// HTTP trailers, which etcd's gateway sends with every error reply. `http://`
-/// endpoints therefore go through `SocketTransport`.
-final class URLSessionTransport: HTTPTransport, Sendable {
-    private let router = HTTPTaskRouter()
-    private let session: URLSession
-
-    init(requestTimeout: Duration, idleTimeout: Duration?) {
-        let configuration = URLSessionConfiguration.ephemeral
-        configuration.timeoutIntervalForRequest = (idleTimeout ?? .seconds(400 * 86400)).timeInterval
-        configuration.timeoutIntervalForResource = 400 * 86400
-        configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
-        configuration.urlCache = nil
-        configuration.httpCookieStorage = nil
-        configuration.httpShouldSetCookies = false
-        session = URLSession(configuration: configuration, delegate: router, delegateQueue: nil)
-    }
-
-    func start(_ request: HTTPRequest, handler: any HTTPTaskHandler) -> any HTTPExchangeHandle {
-        var urlRequest = URLRequest(url: request.url)
-        urlRequest.httpMethod = "POST"
-        urlRequest.httpBody = request.body
-        urlRequest.timeoutInterval = (request.idleTimeout ?? .seconds(400 * 86400)).timeInterval
-        for (name, value) in request.headers { urlRequest.setValue(value, forHTTPHeaderField: name) }
-        let task = session.dataTask(with: urlRequest)
-        router.register(handler, for: task)
-        task.resume()
-        return URLSessionExchange(task: task)
-    }
-
-    func close() {
-        session.invalidateAndCancel()
-    }
-
-    deinit {
-        session.invalidateAndCancel()
-    }
-}
-
-struct URLSessionExchange: HTTPExchangeHandle, @unchecked Sendable {
-    // URLSessionTask is thread-safe; corelibs does not mark it Sendable.
-    let task: URLSessionDataTask
-
-    func cancel() { task.cancel() }
-}
-
-/// A URLSession's delegate that hands each task's callbacks to that task's handler.
-/// URLSession keeps its delegate until it is invalidated; the handlers are dropped as
-/// their tasks complete, so nothing outlives its task.
-final class HTTPTaskRouter: NSObject, URLSessionDataDelegate, Sendable {
-    private let handlers = Mutex<[Int: any HTTPTaskHandler]>([:])
-
-    func register(_ handler: any HTTPTaskHandler, for task: URLSessionTask) {
-        handlers.withLock { $0[task.taskIdentifier] = handler }
-    }
-
-    private func handler(of task: URLSessionTask) -> (any HTTPTaskHandler)? {
-        handlers.withLock { $0[task.taskIdentifier] }
-    }
-
-    func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive response: URLResponse,
-                    completionHandler: @escaping @Sendable (URLSession.ResponseDisposition) -> Void) {
-        let status = (response as? HTTPURLResponse)?.statusCode ?? 0
-        let proceed = handler(of: dataTask)?.received(status: status) ?? false
-        completionHandler(proceed ? .allow : .cancel)
-    }
-
-    func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
-        if handler(of: dataTask)?.received(data: data) == false { dataTask.cancel() }
-    }
-
-    func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
-        let handler = handlers.withLock { $0.removeValue(forKey: task.taskIdentifier) }
-        handler?.completed(error: error)
-    }
 }
 
 /// What one HTTP exchange with one endpoint gave: a status and a body.
@@ -146,22 +62,9 @@ enum HTTPAttemptFailure: Error, Sendable, Equatable {
     }
 }
 
-/// A short text for a transport error: URLSession's code, never its full description
-/// (which may quote the URL's query or a body).
+/// A short text for a transport error, never with a body in it.
 func transportFailureText(_ error: any Error) -> String {
-    if let failure = error as? SocketFailure { return failure.text }
-    guard let urlError = error as? URLError else { return "connection failed" }
-    switch urlError.code {
-    case .cannotConnectToHost: return "connection refused"
-    case .networkConnectionLost: return "connection lost"
-    case .timedOut: return "timed out"
-    case .cannotFindHost, .dnsLookupFailed: return "host not found"
-    case .secureConnectionFailed, .serverCertificateUntrusted, .serverCertificateHasBadDate,
-         .serverCertificateNotYetValid, .serverCertificateHasUnknownRoot, .clientCertificateRejected:
-        return "TLS failed (URLError \(urlError.code.rawValue)); is the CA trusted? see EtcdTrust"
-    case .badServerResponse: return "bad HTTP response"
-    default: return "URLError \(urlError.code.rawValue)"
-    }
+    (error as? SocketFailure)?.text ?? "connection failed"
 }
 
 /// One request and its whole reply, read up to a limit, with a deadline.

@@ -1,7 +1,4 @@
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 import Synchronization
 
 /// A watch of a key range: an asynchronous sequence of batches of changes, in revision
@@ -15,7 +12,7 @@ import Synchronization
 /// - `.watchCanceled`, `.malformedReply`, `.replyTooLarge`, `.revisionWentBackwards` for
 ///   what etcd should not send.
 ///
-/// The connection is closed, and its URLSession invalidated, when the sequence ends,
+/// The connection is closed, and its thread ends, when the sequence ends,
 /// when the iterating task is cancelled, when `cancel()` is called, or when the last
 /// copy of the watch is dropped. A watch is iterated once.
 public struct EtcdWatch: AsyncSequence, Sendable {
@@ -105,7 +102,7 @@ extension EtcdClient {
                 let connection = WatchConnection(client: self, endpointIndex: index, startRevision: startRevision)
                 let request = makeRequest("/v3/watch", body, at: endpoint, token: token,
                                           idleTimeout: configuration.watchIdleTimeout)
-                switch await connection.start(request, through: watchTransport(for: endpoint),
+                switch await connection.start(request, through: transport(for: endpoint),
                                               timeout: configuration.requestTimeout) {
                 case .started(let watch):
                     prefer(index)
@@ -129,7 +126,7 @@ extension EtcdClient {
     }
 }
 
-/// One watch's HTTP stream: its own URLSession and task, the lines it cuts, the checks on
+/// One watch's HTTP stream: its own connection, the lines it cuts, the checks on
 /// each, and the batches it hands to the watch's sequence.
 final class WatchConnection: HTTPTaskHandler, Sendable {
     enum StartOutcome: Sendable {
@@ -252,8 +249,7 @@ final class WatchConnection: HTTPTaskHandler, Sendable {
             return (state.transport, state.exchange)
         }
         exchange?.cancel()
-        // A watch's own URLSession (https) is released with it; the socket transport holds nothing.
-        if transport is URLSessionTransport { transport?.close() }
+        transport?.close()
     }
 
     /// Ends the stream with `error`, once.

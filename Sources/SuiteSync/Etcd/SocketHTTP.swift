@@ -4,21 +4,26 @@ import Glibc
 #endif
 import Synchronization
 
-/// HTTP/1.1 over a plain TCP connection, for `http://` endpoints.
+/// HTTP/1.1 over TCP, and over TLS (OpenSSL, see `TLSLibrary`) for `https://` endpoints.
 ///
 /// Why not URLSession: swift-corelibs-foundation's URLSession on Linux stops the whole
 /// process ("Transfer completed, but there's no response.") when a reply carries HTTP
 /// trailers, and etcd's gateway sends a trailer (`Grpc-Trailer-Content-Type`) with every
-/// error reply: a wrong password or a refused request would crash the caller. This
-/// transport reads trailers and ignores them.
+/// error reply: a wrong password or a refused request would crash the caller. It also
+/// cannot be given a CA file on Linux. This transport reads trailers and ignores them,
+/// and trusts exactly the CA file it is given.
 ///
 /// Each exchange has its own connection (`Connection: close`) and its own thread, which
 /// blocks in `poll` in slices of 100 ms so that a cancel is seen at once; on loopback a
 /// connection costs tens of microseconds.
 struct SocketTransport: HTTPTransport {
+    /// For `https://` endpoints; nil when the client has none.
+    let tls: TLSContext?
+
     func start(_ request: HTTPRequest, handler: any HTTPTaskHandler) -> any HTTPExchangeHandle {
         let exchange = SocketExchange()
-        let thread = Thread { exchange.run(request, handler) }
+        let tls = tls
+        let thread = Thread { exchange.run(request, tls: tls, handler) }
         thread.stackSize = 1 << 20
         thread.start()
         return exchange
@@ -50,19 +55,66 @@ final class SocketExchange: HTTPExchangeHandle, Sendable {
 
     private var isCancelled: Bool { state.withLock { $0.cancelled } }
 
-    func run(_ request: HTTPRequest, _ handler: any HTTPTaskHandler) {
+    func run(_ request: HTTPRequest, tls: TLSContext?, _ handler: any HTTPTaskHandler) {
         do {
             let descriptor = try connect(to: request.url, timeout: request.connectTimeout)
             defer {
                 state.withLock { $0.descriptor = -1 }
                 Glibc.close(descriptor)
             }
-            try send(Self.head(of: request) + request.body, on: descriptor)
-            try receive(on: descriptor, idleTimeout: request.idleTimeout, handler)
+            var channel = Channel.plain(descriptor)
+            if request.url.scheme?.lowercased() == "https" {
+                guard let tls else { throw SocketFailure(text: "https without TLS") }
+                // The handshake blocks: bound it, then bound each read by the idle timeout.
+                Self.setTimeouts(descriptor, request.connectTimeout)
+                channel = .tls(try TLSConnection(over: descriptor, host: request.url.host ?? "", context: tls), descriptor)
+                Self.setTimeouts(descriptor, request.idleTimeout ?? .zero)
+            }
+            try send(Self.head(of: request) + request.body, on: channel)
+            try receive(on: channel, idleTimeout: request.idleTimeout, handler)
             handler.completed(error: nil)
         } catch {
             handler.completed(error: isCancelled ? SocketFailure(text: "cancelled") : error)
         }
+    }
+
+    /// A connection's byte stream: the socket itself, or TLS over it.
+    enum Channel {
+        case plain(CInt)
+        case tls(TLSConnection, CInt)
+
+        var descriptor: CInt {
+            switch self {
+            case .plain(let descriptor), .tls(_, let descriptor): descriptor
+            }
+        }
+
+        func read(into buffer: UnsafeMutableRawBufferPointer) -> Int {
+            switch self {
+            case .plain(let descriptor): recv(descriptor, buffer.baseAddress, buffer.count, 0)
+            case .tls(let connection, _): connection.read(into: buffer)
+            }
+        }
+
+        func write(_ bytes: UnsafeRawBufferPointer) -> Int {
+            switch self {
+            case .plain(let descriptor): Glibc.send(descriptor, bytes.baseAddress, bytes.count, Int32(MSG_NOSIGNAL))
+            case .tls(let connection, _): connection.write(bytes)
+            }
+        }
+
+        /// Bytes TLS has already decrypted, which `poll` cannot see.
+        var hasPendingBytes: Bool {
+            if case .tls(let connection, _) = self { connection.hasPendingBytes } else { false }
+        }
+    }
+
+    /// Bounds each blocking send and receive on `descriptor` (zero: no bound).
+    static func setTimeouts(_ descriptor: CInt, _ timeout: Duration) {
+        let (seconds, attoseconds) = timeout.components
+        var value = timeval(tv_sec: Int(seconds), tv_usec: Int(attoseconds / 1_000_000_000_000))
+        setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &value, socklen_t(MemoryLayout<timeval>.size))
+        setsockopt(descriptor, SOL_SOCKET, SO_SNDTIMEO, &value, socklen_t(MemoryLayout<timeval>.size))
     }
 
     static func head(of request: HTTPRequest) -> Data {
@@ -164,10 +216,10 @@ final class SocketExchange: HTTPExchangeHandle, Sendable {
 
     // MARK: Sending and receiving
 
-    private func send(_ data: Data, on descriptor: CInt) throws {
+    private func send(_ data: Data, on channel: Channel) throws {
         var offset = data.startIndex
         while offset < data.endIndex {
-            let sent = data[offset...].withUnsafeBytes { Glibc.send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            let sent = data[offset...].withUnsafeBytes { channel.write($0) }
             if sent < 0 && errno == EINTR { continue }
             guard sent > 0 else { throw SocketFailure(text: isCancelled ? "cancelled" : "connection lost while sending") }
             offset += sent
@@ -176,15 +228,21 @@ final class SocketExchange: HTTPExchangeHandle, Sendable {
 
     /// Reads the reply and hands its status and body (de-chunked, trailers dropped) to
     /// `handler`, until the body ends or the handler declines more.
-    private func receive(on descriptor: CInt, idleTimeout: Duration?, _ handler: any HTTPTaskHandler) throws {
+    private func receive(on channel: Channel, idleTimeout: Duration?, _ handler: any HTTPTaskHandler) throws {
         var parser = HTTPReplyParser()
         var buffer = [UInt8](repeating: 0, count: 65536)
         while true {
-            try wait(for: Int16(POLLIN), on: descriptor, until: idleTimeout.map { ContinuousClock.now + $0 },
-                     what: "no data in time")
-            let count = buffer.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, 0) }
+            if !channel.hasPendingBytes {
+                try wait(for: Int16(POLLIN), on: channel.descriptor, until: idleTimeout.map { ContinuousClock.now + $0 },
+                         what: "no data in time")
+            }
+            let count = buffer.withUnsafeMutableBytes { channel.read(into: $0) }
             if count < 0 && errno == EINTR { continue }
-            if count < 0 { throw SocketFailure(text: isCancelled ? "cancelled" : "connection lost") }
+            if count < 0 {
+                // TLS reports a close without close_notify as an error: after a whole body, it is the end.
+                if case .tls = channel, parser.endOfStream() { return }
+                throw SocketFailure(text: isCancelled ? "cancelled" : "connection lost")
+            }
             if count == 0 {
                 guard parser.endOfStream() else { throw SocketFailure(text: "connection lost") }
                 return
