@@ -51,7 +51,7 @@ struct EtcdAuthenticationTests {
         // etcd's simple tokens live in the member's memory: after a restart the client's
         // token is rejected, and the client authenticates again by itself.
         try await cluster.restart(0)
-        let again = try await within(.seconds(10), "a put after the restart") {
+        let again = try await within(.seconds(30), "a put after the restart") {
             try await client.put(bytes("/auth/k"), value: bytes("v2"))
         }
         #expect(again > revision)

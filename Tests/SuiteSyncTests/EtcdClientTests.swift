@@ -114,7 +114,7 @@ struct EtcdClientTests {
         let next = try await events(of: watch, count: 1)
         #expect(next.map(\.keyValue.modRevision) == [live])
         watch.cancel()
-        let ended = try await within(.seconds(5), "the end of a cancelled watch") {
+        let ended = try await within(.seconds(30), "the end of a cancelled watch") {
             var iterator = watch.makeAsyncIterator()
             while try await iterator.next() != nil {}
             return true

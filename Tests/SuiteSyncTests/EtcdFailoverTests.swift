@@ -22,7 +22,7 @@ struct EtcdFailoverTests {
         await cluster.kill(follower)
 
         // The watch on the dead member ends with a typed error that says where to resume.
-        let error = try await within(.seconds(10), "the watch's error") {
+        let error = try await within(.seconds(30), "the watch's error") {
             await etcdError { _ = try await events(of: watch, count: 1, within: .seconds(60)) }
         }
         guard case .watchInterrupted(let endpoint, let lastRevision, _) = error else {
@@ -55,7 +55,7 @@ struct EtcdFailoverTests {
 
         // Until the others elect a leader (about a second), they answer "unavailable" or
         // hold the request; a write then succeeds on one of them.
-        let written = try await within(.seconds(20), "a write after the leader died") {
+        let written = try await within(.seconds(30), "a write after the leader died") {
             while true {
                 do {
                     return try await client.put(bytes("/l/2"), value: bytes("after"))
@@ -72,7 +72,7 @@ struct EtcdFailoverTests {
         // The old leader, restarted on its data directory, catches up and serves the write.
         try await cluster.restart(leader)
         let direct = try EtcdClient(configuration: EtcdConfiguration(endpoints: [cluster.endpoints[leader]]))
-        let read = try await within(.seconds(10), "the restarted member's read") {
+        let read = try await within(.seconds(30), "the restarted member's read") {
             try await direct.get(bytes("/l/2"))
         }
         #expect(read.keyValues.first?.value == bytes("after") && read.revision >= written)

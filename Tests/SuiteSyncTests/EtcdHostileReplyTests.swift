@@ -20,7 +20,7 @@ struct EtcdHostileReplyTests {
     func errorOfGet(answering steps: [FakeHTTPServer.Step]) async throws -> EtcdError? {
         let server = try FakeHTTPServer { _ in steps }
         let client = try client(of: server)
-        return try await within(.seconds(5), "an answer") { await etcdError { _ = try await client.get(bytes("/k")) } }
+        return try await within(.seconds(30), "an answer") { await etcdError { _ = try await client.get(bytes("/k")) } }
     }
 
     func isMalformed(_ error: EtcdError?) -> Bool {
@@ -71,21 +71,21 @@ struct EtcdHostileReplyTests {
     }
 
     @Test func aSilentOrTruncatedReplyFailsOverAndEndsAsUnavailableInTime() async throws {
-        for steps: [FakeHTTPServer.Step] in [
-            [.hang],
-            [.send(Data("HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n{\"header\":".utf8))],
-            [.send(Data("HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n{\"header\":".utf8)), .hang],
-            [.send(Data("garbage that is not HTTP\r\n\r\n".utf8))],
-            [FakeHTTPServer.reply(status: 503, "{\"error\":\"no leader\",\"code\":14}")],
+        // The reasons show which guard ended each: the client's own deadline for the
+        // silent ones (wall time is no measure here: other tests may hold the threads).
+        for (steps, reason): ([FakeHTTPServer.Step], String) in [
+            ([.hang], "no reply in time"),
+            ([.send(Data("HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n{\"header\":".utf8))], "connection lost"),
+            ([.send(Data("HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n{\"header\":".utf8)), .hang], "no reply in time"),
+            ([.send(Data("garbage that is not HTTP\r\n\r\n".utf8))], "not an HTTP reply"),
+            ([FakeHTTPServer.reply(status: 503, "{\"error\":\"no leader\",\"code\":14}")], "HTTP 503, gRPC code 14: no leader"),
         ] {
-            let started = ContinuousClock.now
             let error = try await errorOfGet(answering: steps)
             guard case .unavailable(let failures) = error else {
                 Issue.record("expected .unavailable, got \(String(describing: error))")
                 continue
             }
-            #expect(failures.count == 1)
-            #expect(ContinuousClock.now - started < .seconds(3))
+            #expect(failures.map(\.reason) == [reason])
         }
     }
 
@@ -168,7 +168,7 @@ struct EtcdHostileReplyTests {
         }
         let client = try client(of: server)
         let watch = try await client.watch(prefix: bytes("/w/"), from: startRevision)
-        return try await within(.seconds(5), "the end of the watch") {
+        return try await within(.seconds(30), "the end of the watch") {
             var events: [EtcdWatchEvent] = []
             do {
                 for try await batch in watch { events += batch.events }
@@ -245,13 +245,14 @@ struct EtcdHostileReplyTests {
 
     @Test func aWatchThatIsNeverCreatedFailsInTimeAndACancelledOneEnds() async throws {
         let silent = try FakeHTTPServer { _ in [FakeHTTPServer.streamHead, .hang] }
-        let started = ContinuousClock.now
-        let error = await etcdError { _ = try await client(of: silent).watch(prefix: bytes("/w/")) }
-        guard case .unavailable = error else {
+        let error = try await within(.seconds(30), "the watch's failure") {
+            await etcdError { _ = try await self.client(of: silent).watch(prefix: bytes("/w/")) }
+        }
+        guard case .unavailable(let failures) = error else {
             Issue.record("expected .unavailable, got \(String(describing: error))")
             return
         }
-        #expect(ContinuousClock.now - started < .seconds(3))
+        #expect(failures.map(\.reason) == ["no reply in time"])
 
         // A watch that streams nothing ends when its task is cancelled.
         let quiet = try FakeHTTPServer { _ in
@@ -263,7 +264,7 @@ struct EtcdHostileReplyTests {
             return true
         }
         iteration.cancel()
-        #expect(try await within(.seconds(5), "the end of a cancelled watch") { try await iteration.value })
+        #expect(try await within(.seconds(30), "the end of a cancelled watch") { try await iteration.value })
     }
 }
 

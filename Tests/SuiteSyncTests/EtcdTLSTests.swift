@@ -41,7 +41,7 @@ struct EtcdTLSTests {
 
         let trusted = try EtcdClient(configuration: EtcdConfiguration(
             endpoints: cluster.endpoints, certificateAuthorityFile: directory.file("ca.pem").path))
-        let revision = try await within(.seconds(10), "the first https put") {
+        let revision = try await within(.seconds(30), "the first https put") {
             try await trusted.put(bytes("/tls/k"), value: bytes("secret value"))
         }
         #expect(try await trusted.get(bytes("/tls/k")).keyValues.first?.value == bytes("secret value"))

@@ -43,7 +43,7 @@ func etcdError(_ body: () async throws -> Void, sourceLocation: SourceLocation =
 
 /// Collects the events of `watch` until `count` have come; throws its error, or
 /// `DeadlinePassed` at the deadline.
-func events(of watch: EtcdWatch, count: Int, within timeout: Duration = .seconds(10)) async throws -> [EtcdWatchEvent] {
+func events(of watch: EtcdWatch, count: Int, within timeout: Duration = .seconds(30)) async throws -> [EtcdWatchEvent] {
     try await within(timeout, "\(count) events") {
         var collected: [EtcdWatchEvent] = []
         for try await batch in watch {

@@ -193,7 +193,7 @@ public final class EtcdClient: Sendable {
 
     /// How one attempt at one endpoint ended, when it did not end with a reply or a
     /// definitive error.
-    private struct Failover: Error {
+    struct Failover: Error {
         var reason: String
     }
 

@@ -96,7 +96,8 @@ extension EtcdClient {
                 } catch let error as EtcdError {
                     throw error
                 } catch {
-                    failures.append(EtcdEndpointFailure(endpoint: endpoint.absoluteString, reason: "\(error)"))
+                    let reason = (error as? EtcdClient.Failover)?.reason ?? "authentication failed"
+                    failures.append(EtcdEndpointFailure(endpoint: endpoint.absoluteString, reason: reason))
                     break
                 }
                 let connection = WatchConnection(client: self, endpointIndex: index, startRevision: startRevision)
@@ -372,6 +373,9 @@ final class WatchConnection: HTTPTaskHandler, Sendable {
             return true
         } catch {
             let failure = error as? EtcdError ?? .malformedReply(endpoint: name, reason: "unreadable line")
+            // An in-stream error before the watch was created (no leader, say): another
+            // member may do better.
+            if case .watchInterrupted(_, _, let reason) = failure { settleStart(.failover(reason)) }
             settleStart(.failed(failure))
             fail(failure)
             return false
