@@ -292,7 +292,9 @@ public final class EtcdClient: Sendable {
 
     /// One HTTP exchange; transport failures and timeouts become `Failover`.
     private func exchange(_ path: String, _ body: Data, at endpoint: URL, token: String?) async throws -> HTTPReply {
-        let request = makeRequest(path, body, at: endpoint, token: token, idleTimeout: configuration.requestTimeout)
+        // The request's deadline ends it (and names the failure); the socket's own idle
+        // timeout, a second later, is only a backstop.
+        let request = makeRequest(path, body, at: endpoint, token: token, idleTimeout: configuration.requestTimeout + .seconds(1))
         let result = await UnaryExchange.perform(request, through: transport(for: endpoint),
                                                  limit: configuration.maximumReplyBytes, timeout: configuration.requestTimeout)
         switch result {
