@@ -210,7 +210,8 @@ public final class EtcdClient: Sendable {
             let endpoint = configuration.endpoints[index]
             do {
                 let reply = try await attempt(path, encoded, at: endpoint)
-                try noteRevision(of: reply, known: knownRevision)
+                // Key-value requests are linearizable; a member's status is its own view.
+                if path.hasPrefix("/v3/kv/") { try noteRevision(of: reply, known: knownRevision) }
                 if chosen == nil { state.withLock { $0.preferredEndpoint = index } }
                 return reply
             } catch let failover as Failover {
