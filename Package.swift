@@ -21,6 +21,8 @@ let package = Package(
         // The C interface (issue #14): libsuitedefaults.so, soname libsuitedefaults.so.1,
         // with include/suite_defaults.h. Only the sd_ functions of the header are exported.
         .library(name: "suitedefaults", type: .dynamic, targets: ["SuiteDefaultsC"]),
+        // SuiteSync: suites mirrored through etcd (issue #15); for now its etcd client.
+        .library(name: "SuiteSync", targets: ["SuiteSync"]),
     ],
     targets: [
         // The few things Swift cannot reach directly: atomics on shared memory and
@@ -65,6 +67,12 @@ let package = Package(
                 "-Xlinker", "--version-script=\(packageDirectory)/Sources/SuiteDefaultsC/exports.map",
             ])]
         ),
+
+        // SuiteSync (issue #15): an etcd v3 client over the JSON gateway, with failover,
+        // authentication and streamed watches, on which the mirroring of suites is built.
+        // Its HTTP is its own (URLSession on Linux traps on etcd's error replies), and its
+        // TLS is OpenSSL's libssl, loaded at run time only for https endpoints.
+        .target(name: "SuiteSync"),
 
         // A `defaults`-style command-line tool over the library.
         .executableTarget(name: "suite-defaults", dependencies: ["SuiteDefaults", "ToolSupport"]),
@@ -144,6 +152,13 @@ let package = Package(
         .testTarget(
             name: "SuiteUserDefaultsTests",
             dependencies: ["SuiteUserDefaults", "SuiteDefaults", "ChildProcess", "TestSupport", "seed-port"]
+        ),
+        // SuiteSync's etcd client against real etcd processes (a member, a 3-member
+        // cluster) and against a fake server that answers garbage; they skip where
+        // `etcd` is not installed (apt-get install etcd-server).
+        .testTarget(
+            name: "SuiteSyncTests",
+            dependencies: ["SuiteSync", "ChildProcess", "TestSupport"]
         ),
     ],
     swiftLanguageModes: [.v6]
