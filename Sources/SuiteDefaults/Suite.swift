@@ -133,7 +133,7 @@ public final class Suite: SuiteWritable, Sendable {
         var accepted: [String: SuiteValue] = [:]
         for (key, value) in defaults {
             do {
-                if case .set(let key, let value, _) = try Operation.validated(value, forKey: key, suite: name,
+                if case .set(let key, let value, _, _) = try Operation.validated(value, forKey: key, suite: name,
                                                                                maximumValueSize: options.maximumValueSize) {
                     accepted[key] = value
                 }
@@ -188,6 +188,27 @@ public final class Suite: SuiteWritable, Sendable {
         try store.transaction(durability: durability ?? options.durability, options: options, body)
     }
 
+    /// `update(_:)` for a mirror (`suite-sync`) applying changes made elsewhere: the
+    /// commit is marked (`SuiteChange.isMirrored`), so that no mirror sends it back.
+    @discardableResult
+    package func updateAsMirror<R>(_ body: (SuiteTransaction) throws -> R) throws -> R {
+        try store.transaction(durability: options.durability, options: options, flags: .mirrored, body)
+    }
+
+    /// A stored value and whether it is a first-access default.
+    package struct StoredEntry: Sendable, Equatable {
+        package var value: SuiteValue
+        package var isDefault: Bool
+    }
+
+    /// Every stored value with whether it is a first-access default: what a mirror
+    /// compares with what it last sent.
+    package func storedEntries() -> [String: StoredEntry] {
+        store.read(lockTimeout: options.lockTimeout) { contents in
+            contents.entries.mapValues { StoredEntry(value: $0.value, isDefault: $0.isDefault) }
+        }
+    }
+
     /// Whether the calling thread is inside an `update` block of this suite, through
     /// this instance or any other of the same suite (the same name in the same
     /// directory). Using the suite there, rather than the block's transaction, is a
@@ -237,7 +258,7 @@ public final class Suite: SuiteWritable, Sendable {
         let value = try make()
         return try update { transaction in
             if let stored = transaction.storedValue(forKey: key) { return try existing(stored) }
-            try transaction.setValue(encode(value), forKey: key)
+            try transaction.setValue(encode(value), forKey: key, asDefault: true)
             return value
         }
     }
@@ -256,7 +277,7 @@ public final class Suite: SuiteWritable, Sendable {
         return try update { transaction in
             guard transaction.storedValue(forKey: key).isStored(identicallyTo: expectedValue) else { return false }
             switch operation {
-            case .set(_, let value, _): try transaction.setValue(value, forKey: key)
+            case .set(_, let value, _, _): try transaction.setValue(value, forKey: key)
             default: try transaction.setValue(nil, forKey: key)
             }
             return true

@@ -159,7 +159,7 @@ extension Suite {
             let stored = transaction.storedValue(forKey: key.name)
             if let value = key.read(stored).value { return value }
             replacedInvalid = stored
-            try transaction.setValue(try key.encode(fallback), forKey: key.name)
+            try transaction.setValue(try key.encode(fallback), forKey: key.name, asDefault: true)
             return fallback
         }
         if let invalid = replacedInvalid {

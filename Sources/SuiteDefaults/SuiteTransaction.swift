@@ -46,7 +46,7 @@ public final class SuiteTransaction: SuiteWritable {
     public func storedValue(forKey key: String) -> SuiteValue? {
         checkOpen()
         if let position = position(of: key) {
-            if case .set(_, let value, _) = writes[position] { return value }
+            if case .set(_, let value, _, _) = writes[position] { return value }
             return nil
         }
         return clearsAll ? nil : base?[key]
@@ -60,8 +60,18 @@ public final class SuiteTransaction: SuiteWritable {
     ///
     /// - Throws: `SuiteError` at once for an invalid key or value.
     public func setValue(_ value: SuiteValue?, forKey key: String) throws {
+        try setValue(value, forKey: key, asDefault: false)
+    }
+
+    /// Stages a write; with `asDefault`, the value is recorded as a first-access
+    /// default rather than a choice (`SuiteChange.isDefault`), which a mirror such as
+    /// `suite-sync` sends only where nothing is stored yet.
+    package func setValue(_ value: SuiteValue?, forKey key: String, asDefault: Bool) throws {
         checkOpen()
-        let operation = try Operation.validated(value, forKey: key, suite: suite, maximumValueSize: maximumValueSize)
+        var operation = try Operation.validated(value, forKey: key, suite: suite, maximumValueSize: maximumValueSize)
+        if asDefault, case .set(let key, let value, let size, _) = operation {
+            operation = .set(key: key, value: value, size: size, asDefault: true)
+        }
         let key = operation.key!
         if let position = position(of: key) {
             writes[position] = operation
@@ -97,8 +107,8 @@ public final class SuiteTransaction: SuiteWritable {
         func effect(of operation: Operation) -> (changes: Bool, growth: Int) {
             let before = clearsAll ? nil : base.entry(forKey: operation.key!)
             switch operation {
-            case .set(let key, let value, let size):
-                return (!(before?.value).isStored(identicallyTo: value),
+            case .set(let key, let value, let size, let asDefault):
+                return (!(before?.value).isStored(identicallyTo: value) || before?.isDefault != asDefault,
                         RecordFormat.size(ofSetting: key, valueSize: size) - (before?.size ?? 0))
             case .remove, .removeAll:
                 return (before != nil, -(before?.size ?? 0))

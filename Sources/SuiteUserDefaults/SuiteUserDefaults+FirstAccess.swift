@@ -64,7 +64,7 @@ extension SuiteUserDefaults {
         do {
             outcome = try suite.update { transaction -> (SuiteValue, Bool) in
                 if let stored = transaction.storedValue(forKey: key), accepting(stored) { return (stored, false) }
-                try transaction.setValue(new, forKey: key)
+                try transaction.setValue(new, forKey: key, asDefault: true)
                 return (new, true)
             }
         } catch let error as SuiteError {

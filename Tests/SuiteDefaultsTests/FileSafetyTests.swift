@@ -43,7 +43,7 @@ struct FileSafetyTests {
 
     @Test func aNewerFormatVersionIsRefused() throws {
         var header = DataFileHeader.encode(fileID: 7)
-        header[8] = 2  // version 2
+        header[8] = 3  // version 3, newer than this library reads
         let checksum = header.withUnsafeBytes { CRC32C.checksum(UnsafeRawBufferPointer(rebasing: $0[..<28])) }
         withUnsafeBytes(of: checksum.littleEndian) { for index in 0..<4 { header[28 + index] = $0[index] } }
         try directory.write(header, to: "prefs.suite")

@@ -9,10 +9,17 @@
 /// file with a new ID, which is how other processes notice the replacement.
 enum DataFileHeader {
     static let size = 32
-    static let version: UInt16 = 1
+    /// The newest version this library reads and writes. Version 2 adds what version
+    /// 1 readers would take for damage: record flags (a mirror's commit) and the
+    /// set-as-default operation. A file is written as version 1 unless it needs them,
+    /// so that suites which never use them stay readable by older libraries.
+    static let version: UInt16 = 2
+    static let oldestReadableVersion: UInt16 = 1
+    /// Where the version is in the header, for a writer that must know it.
+    static let versionOffset = 8
     static let magic: [UInt8] = [0x89, 0x53, 0x44, 0x46, 0x0D, 0x0A, 0x1A, 0x0A]
 
-    static func encode(fileID: UInt64) -> [UInt8] {
+    static func encode(fileID: UInt64, version: UInt16 = 1) -> [UInt8] {
         ByteWriter.bytes(count: size) { writer in
             writer.append(contentsOf: magic)
             writer.append(littleEndian: version)
@@ -42,7 +49,7 @@ enum DataFileHeader {
         let checksum = UInt32(littleEndian: buffer.loadUnaligned(fromByteOffset: 28, as: UInt32.self))
         guard checksum == CRC32C.checksum(UnsafeRawBufferPointer(rebasing: buffer[..<28])) else { return .damaged }
         let version = UInt16(littleEndian: buffer.loadUnaligned(fromByteOffset: 8, as: UInt16.self))
-        guard version == Self.version else { return .unsupported(version: version) }
+        guard (oldestReadableVersion...Self.version).contains(version) else { return .unsupported(version: version) }
         let fileID = UInt64(littleEndian: buffer.loadUnaligned(fromByteOffset: 16, as: UInt64.self))
         return fileID == 0 ? .damaged : .valid(fileID: fileID)
     }

@@ -1,13 +1,15 @@
 /// One change inside a record.
 enum Operation: Equatable, Sendable {
     /// `size` is the encoded size of `value`, known from measuring or decoding it.
-    case set(key: String, value: SuiteValue, size: Int)
+    /// `asDefault`: the value is a first-access default (stored by `setIfAbsent` or
+    /// a key's `storingDefault`), not a choice; a mirror sends it create-only.
+    case set(key: String, value: SuiteValue, size: Int, asDefault: Bool = false)
     case remove(key: String)
     case removeAll
 
     var key: String? {
         switch self {
-        case .set(let key, _, _), .remove(let key): key
+        case .set(let key, _, _, _), .remove(let key): key
         case .removeAll: nil
         }
     }
@@ -30,13 +32,28 @@ struct Record: Sendable {
     /// The process that wrote it.
     var pid: Int32
     var operations: [Operation]
+    var flags: Flags = []
+
+    /// What a record says of its commit as a whole.
+    struct Flags: OptionSet, Sendable, Equatable {
+        let rawValue: UInt16
+        /// Made by a mirror (`suite-sync`), applying changes made elsewhere: a mirror
+        /// never sends such a commit back.
+        static let mirrored = Flags(rawValue: 1)
+        static let known: Flags = [.mirrored]
+    }
+
+    /// Whether only a version 2 file may hold this record.
+    var needsVersion2: Bool {
+        !flags.isEmpty || operations.contains { if case .set(_, _, _, true) = $0 { true } else { false } }
+    }
 }
 
 /// The framing of records in the data file; see `Docs/FileFormat.md`.
 ///
 ///     u32 magic "SDR1" | u32 payload length | u64 sequence | i64 timestamp |
-///     i32 pid | u16 kind | u16 reserved | payload | u32 CRC-32C of everything
-///     from the payload length through the payload
+///     i32 pid | u16 kind | u16 flags (0 in version 1) | payload | u32 CRC-32C of
+///     everything from the payload length through the payload
 enum RecordFormat {
     static let magic: UInt32 = 0x3152_4453  // the bytes "SDR1"
     static let magicBytes: [UInt8] = [0x53, 0x44, 0x52, 0x31]
@@ -45,6 +62,8 @@ enum RecordFormat {
 
     enum OperationCode: UInt8 {
         case set = 1, remove = 2, removeAll = 3
+        /// A set whose value is a first-access default (format version 2).
+        case setDefault = 4
     }
 
     /// The encoded size of one operation, used for the live-size estimate.
@@ -64,7 +83,7 @@ enum RecordFormat {
         var payloadSize = 0
         for operation in record.operations {
             switch operation {
-            case .set(let key, _, let size): payloadSize += Self.size(ofSetting: key, valueSize: size)
+            case .set(let key, _, let size, _): payloadSize += Self.size(ofSetting: key, valueSize: size)
             case .remove(let key): payloadSize += Self.size(ofSetting: key, valueSize: 0)
             case .removeAll: payloadSize += 1
             }
@@ -76,11 +95,11 @@ enum RecordFormat {
             writer.append(littleEndian: record.timestamp)
             writer.append(littleEndian: record.pid)
             writer.append(littleEndian: record.kind.rawValue)
-            writer.append(littleEndian: UInt16(0))
+            writer.append(littleEndian: record.flags.rawValue)
             for operation in record.operations {
                 switch operation {
-                case .set(let key, let value, _):
-                    writer.append(OperationCode.set.rawValue)
+                case .set(let key, let value, _, let asDefault):
+                    writer.append((asDefault ? OperationCode.setDefault : .set).rawValue)
                     writer.appendLengthPrefixed(key)
                     ValueEncoding.encode(value, into: &writer)
                 case .remove(let key):
@@ -111,7 +130,7 @@ enum RecordFormat {
             do {
                 let fields = try decode(buffer, at: offset, end: end) { operations.append($0) }
                 return .record(Record(kind: fields.kind, sequence: fields.sequence, timestamp: fields.timestamp,
-                                      pid: fields.pid, operations: operations), end: end)
+                                      pid: fields.pid, operations: operations, flags: fields.flags), end: end)
             } catch {
                 return .invalid(error)
             }
@@ -128,6 +147,7 @@ enum RecordFormat {
         var sequence: UInt64
         var timestamp: Int64
         var pid: Int32
+        var flags: Record.Flags
     }
 
     enum StreamOutcome {
@@ -193,14 +213,14 @@ enum RecordFormat {
     }
 
     /// What is wrong with the fixed fields of a record header (at least `overhead`
-    /// bytes at `offset`), if anything: an unknown kind, a reserved field that is not
-    /// 0, a sequence number beyond the limit.
+    /// bytes at `offset`), if anything: an unknown kind, a flag this library does not
+    /// know, a sequence number beyond the limit.
     static func headerProblem(_ buffer: UnsafeRawBufferPointer, at offset: Int) -> FormatError? {
         let sequence = UInt64(littleEndian: buffer.loadUnaligned(fromByteOffset: offset + 8, as: UInt64.self))
         let kind = UInt16(littleEndian: buffer.loadUnaligned(fromByteOffset: offset + 28, as: UInt16.self))
-        let reserved = UInt16(littleEndian: buffer.loadUnaligned(fromByteOffset: offset + 30, as: UInt16.self))
+        let flags = Record.Flags(rawValue: UInt16(littleEndian: buffer.loadUnaligned(fromByteOffset: offset + 30, as: UInt16.self)))
         if Record.Kind(rawValue: kind) == nil { return FormatError(reason: "unknown record kind \(kind)", offset: offset) }
-        if reserved != 0 { return FormatError(reason: "reserved field is \(reserved), not 0", offset: offset) }
+        if !flags.isSubset(of: .known) { return FormatError(reason: "unknown record flags \(flags.rawValue)", offset: offset) }
         if sequence > FormatLimits.maximumSequence {
             return FormatError(reason: "sequence number \(sequence) is beyond the limit \(FormatLimits.maximumSequence)", offset: offset)
         }
@@ -215,7 +235,7 @@ enum RecordFormat {
         let timestamp = try reader.read(Int64.self)
         let pid = try reader.read(Int32.self)
         let rawKind = try reader.read(UInt16.self)
-        _ = try reader.read(UInt16.self)
+        let flags = Record.Flags(rawValue: try reader.read(UInt16.self))
         guard let kind = Record.Kind(rawValue: rawKind) else {
             throw FormatError(reason: "unknown record kind \(rawKind)", offset: offset)
         }
@@ -223,11 +243,11 @@ enum RecordFormat {
             let start = reader.offset
             let rawCode = try reader.readByte()
             switch OperationCode(rawValue: rawCode) {
-            case .set:
+            case let code? where code == .set || code == .setDefault:
                 let key = try reader.readString()
                 let valueStart = reader.offset
                 let value = try ValueEncoding.decode(from: &reader)
-                visit(.set(key: key, value: value, size: reader.offset - valueStart))
+                visit(.set(key: key, value: value, size: reader.offset - valueStart, asDefault: code == .setDefault))
             case .remove where kind == .transaction:
                 visit(.remove(key: try reader.readString()))
             case .removeAll where kind == .transaction:
@@ -236,6 +256,6 @@ enum RecordFormat {
                 throw FormatError(reason: "operation \(rawCode) is not valid in this record", offset: start)
             }
         }
-        return Fields(kind: kind, sequence: sequence, timestamp: timestamp, pid: pid)
+        return Fields(kind: kind, sequence: sequence, timestamp: timestamp, pid: pid, flags: flags)
     }
 }

@@ -110,9 +110,9 @@ final class ObserverHub: AppliedCommitListener {
     private func initialChanges(of contents: SuiteContents, keys: Set<String>?, kind: SuiteChange.Kind) -> [SuiteChange] {
         let now = Date()
         return (keys.map(Array.init) ?? Array(contents.values.keys)).sorted().compactMap { key in
-            contents[key].map {
-                SuiteChange(suite: suite, key: key, oldValue: nil, newValue: $0, sequence: contents.lastSequence,
-                            pid: 0, isFromThisProcess: false, kind: kind, timestamp: now)
+            contents.entry(forKey: key).map {
+                SuiteChange(suite: suite, key: key, oldValue: nil, newValue: $0.value, sequence: contents.lastSequence,
+                            pid: 0, isFromThisProcess: false, kind: kind, timestamp: now, isDefault: $0.isDefault)
             }
         }
     }
@@ -144,7 +144,8 @@ final class ObserverHub: AppliedCommitListener {
                 changes.append(SuiteChange(suite: suite, key: change.key, oldValue: change.oldValue, newValue: change.newValue,
                                            sequence: commit.sequence, pid: commit.pid,
                                            isFromThisProcess: kind == .commit && commit.pid == pid,
-                                           kind: kind, timestamp: commit.timestamp))
+                                           kind: kind, timestamp: commit.timestamp,
+                                           isDefault: change.newValueIsDefault, isMirrored: commit.isMirrored))
             }
         }
         queue.async { [changes] in

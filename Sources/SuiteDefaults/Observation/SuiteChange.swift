@@ -36,10 +36,18 @@ public struct SuiteChange: Sendable, Equatable, CustomStringConvertible {
     /// When the commit was written (for net changes and initial values, when the
     /// change was found).
     public var timestamp: Date
+    /// Whether the new value was stored as a first-access default (by
+    /// `setIfAbsent(_:forKey:)` or a key's `storingDefault`), rather than chosen. A
+    /// mirror such as `suite-sync` sends such a value only where none is stored yet.
+    public var isDefault: Bool
+    /// Whether the commit was made by a mirror such as `suite-sync`, applying a change
+    /// made on another machine; false for net changes and initial values.
+    public var isMirrored: Bool
 
     /// Creates a change. Mostly for the library itself and for tests.
     public init(suite: String, key: String, oldValue: SuiteValue?, newValue: SuiteValue?, sequence: UInt64,
-                pid: Int32, isFromThisProcess: Bool, kind: Kind, timestamp: Date) {
+                pid: Int32, isFromThisProcess: Bool, kind: Kind, timestamp: Date,
+                isDefault: Bool = false, isMirrored: Bool = false) {
         self.suite = suite
         self.key = key
         self.oldValue = oldValue
@@ -49,6 +57,8 @@ public struct SuiteChange: Sendable, Equatable, CustomStringConvertible {
         self.isFromThisProcess = isFromThisProcess
         self.kind = kind
         self.timestamp = timestamp
+        self.isDefault = isDefault
+        self.isMirrored = isMirrored
     }
 
     public var description: String {

@@ -23,6 +23,8 @@ struct AppliedCommit: Sendable, Equatable {
     var timestamp: Date
     /// Every key whose stored value differs afterwards, in the order touched.
     var changes: [KeyChange]
+    /// Whether a mirror made the commit (`Record.Flags.mirrored`).
+    var isMirrored = false
 }
 
 /// What the engine did while one caller held the store: the commits it applied,

@@ -7,8 +7,10 @@ extension StoreState {
     /// next writer acts on. A failed write is cut off again, leaving the file as it was.
     ///
     /// `liveBytesAfter` is the live size after the operations, when the caller knows it.
+    /// `flags` describe the commit (a mirror's); a commit that needs format version 2
+    /// (flags, or a value stored as a default) first rewrites a version 1 file as 2.
     func commit(_ operations: [Operation], durability: Suite.Durability, options: Suite.Options,
-                liveBytesAfter: Int? = nil) throws {
+                liveBytesAfter: Int? = nil, flags: Record.Flags = []) throws {
         try checkSameProcess()
         guard writable, let header else {
             throw SuiteError(.readOnly, suite: suite, path: files.dataPath,
@@ -24,7 +26,13 @@ extension StoreState {
             throw SuiteError(.suiteTooLarge, suite: suite,
                              message: "The write would grow the suite to \(live) bytes, over its limit of \(limit) bytes (Suite.Options.maximumSuiteSize). Remove keys or store less.")
         }
-        if dataFile == nil { try createDataFile(durable: durability == .durable) }
+        let needsVersion2 = !flags.isEmpty || operations.contains { if case .set(_, _, _, true) = $0 { true } else { false } }
+        if dataFile == nil { try createDataFile(durable: durability == .durable, version2: needsVersion2) }
+        if needsVersion2, try dataFileVersion() < 2 {
+            // Older libraries would take the new record for damage; they refuse a
+            // version 2 file as a whole instead, and leave it alone.
+            try compact(durable: durability == .durable, historyLimit: options.changeHistorySize, version2: true)
+        }
         guard let dataFile else { return }
 
         // Every number below comes from this process's own catch-up, which checked
@@ -39,7 +47,8 @@ extension StoreState {
                              message: "The suite's sequence numbers are used up: a record numbered \(sequence - 1) was written by something other than this library. Nothing was written; export the suite, remove its files and import it again.")
         }
         let record = Record(kind: .transaction, sequence: sequence,
-                            timestamp: WallClock.nanosecondsSince1970(), pid: ProcessIdentity.id, operations: operations)
+                            timestamp: WallClock.nanosecondsSince1970(), pid: ProcessIdentity.id, operations: operations,
+                            flags: flags)
         // Encoded into storage kept from the last commit, unless that grew large.
         var bytes = recordBuffer
         recordBuffer = []
@@ -85,9 +94,9 @@ extension StoreState {
 
     /// Creates the data file for the first write: written whole under a temporary
     /// name, then linked into place, so no process ever sees a half-made file.
-    private func createDataFile(durable: Bool) throws {
+    private func createDataFile(durable: Bool, version2: Bool) throws {
         guard let header else { return }
-        let new = try files.writeNewDataFile(snapshot: nil, durable: durable)
+        let new = try files.writeNewDataFile(snapshot: nil, durable: durable, version2: version2)
         defer { try? files.directory.removeFile(new.temporaryName) }
         do {
             do {
@@ -123,8 +132,26 @@ extension StoreState {
         header.setCommitted(length: new.length, dataFileID: new.fileID)
         header.publish(generation: generation &+ 2)
         dataFile = descriptor
+        knownVersion = (new.fileID, new.version)
         view = View(generation: generation &+ 2, dataFileID: new.fileID, length: new.length,
                     lastSequence: view.lastSequence, isLoaded: true)
+    }
+
+    /// The format version of the current data file: known when this process wrote
+    /// it, else read from its header (two bytes).
+    private func dataFileVersion() throws -> UInt16 {
+        if let knownVersion, knownVersion.fileID == view.dataFileID { return knownVersion.version }
+        guard let dataFile else { return DataFileHeader.version }
+        let bytes: [UInt8]
+        do {
+            bytes = try dataFile.read(count: 2, at: DataFileHeader.versionOffset)
+        } catch {
+            throw files.error(error, doing: "read the suite file's header")
+        }
+        guard bytes.count == 2 else { throw NeedsExclusiveLock() }
+        let version = UInt16(bytes[0]) | UInt16(bytes[1]) << 8
+        knownVersion = (view.dataFileID, version)
+        return version
     }
 
     private func compactIfNeeded(options: Suite.Options, durable: Bool) {
@@ -143,12 +170,15 @@ extension StoreState {
     /// renames it over the journal, keeping the replaced journal as history for
     /// processes that collect changes and lag (up to `historyLimit` bytes of such files). Processes
     /// holding the old file notice the new file ID in the shared header and switch.
-    func compact(durable: Bool, historyLimit: Int) throws {
+    func compact(durable: Bool, historyLimit: Int, version2: Bool = false) throws {
         try checkSameProcess()
         guard writable, let header, dataFile != nil else { return }
         files.removeStaleTemporaryFiles()
         let snapshot = contents.snapshot(timestamp: WallClock.nanosecondsSince1970(), pid: ProcessIdentity.id)
-        let new = try files.writeNewDataFile(snapshot: snapshot, durable: durable)
+        // A version 2 file stays version 2: its journal may hold a mirror's commits
+        // that history readers still need to see as such.
+        let keepsVersion2 = version2 || (try? dataFileVersion()) == 2
+        let new = try files.writeNewDataFile(snapshot: snapshot, durable: durable, version2: keepsVersion2)
         let kept = historyLimit > 0 && keepAsHistory(endingAt: contents.lastSequence)
         let generation = view.generation
         header.committerPID = ProcessIdentity.id
@@ -168,6 +198,7 @@ extension StoreState {
         header.publish(generation: generation &+ 2)
         dataFile?.close()
         dataFile = new.descriptor
+        knownVersion = (new.fileID, new.version)
         view = View(generation: generation &+ 2, dataFileID: new.fileID, length: new.length,
                     lastSequence: view.lastSequence, isLoaded: true)
         trimHistory(limit: historyLimit)

@@ -57,6 +57,9 @@ final class StoreState: @unchecked Sendable {
     /// The storage the last commit's record was encoded in, kept for the next one
     /// while it is small.
     @exclusivity(unchecked) var recordBuffer: [UInt8] = []
+    /// The format version of the data file with this ID, once this process wrote or
+    /// read it: a commit that needs version 2 checks it first.
+    @exclusivity(unchecked) var knownVersion: (fileID: UInt64, version: UInt16)?
     static let keptRecordBufferSize = 4096
     /// What was applied and diagnosed since the owner last took it.
     @exclusivity(unchecked) private var outcome = EngineOutcome()
@@ -339,7 +342,7 @@ final class StoreState: @unchecked Sendable {
         guard let changes, !changes.isEmpty else { return }
         outcome.commits.append(AppliedCommit(kind: .commit, sequence: record.sequence, pid: record.pid,
                                              timestamp: Date(timeIntervalSince1970: Double(record.timestamp) / 1e9),
-                                             changes: changes))
+                                             changes: changes, isMirrored: record.flags.contains(.mirrored)))
     }
 
     /// Replaces the contents with a state read whole, recording the net change of

@@ -3,22 +3,28 @@ struct KeyChange: Sendable, Equatable {
     var key: String
     var oldValue: SuiteValue?
     var newValue: SuiteValue?
+    /// Whether the new value was stored as a first-access default.
+    var newValueIsDefault = false
 }
 
 /// The committed key-value state of a suite, as this process last read it.
 struct SuiteContents: Sendable {
     struct Entry: Sendable {
         var value: SuiteValue
-        /// The size of this entry in a snapshot record, for the live-size estimate.
-        /// 32 bits, since a value is at most `FormatLimits.maximumFileSize`: with it,
+        /// The size of this entry in a snapshot record, for the live-size estimate,
+        /// and in its top bit whether the value is a first-access default. 32 bits,
+        /// since a value is at most `FormatLimits.maximumFileSize` (2^30): with them,
         /// an entry takes 24 bytes of the table rather than 32.
-        private var storedSize: UInt32
+        private var sizeAndDefault: UInt32
+        private static let defaultBit: UInt32 = 1 << 31
 
-        var size: Int { Int(storedSize) }
+        var size: Int { Int(sizeAndDefault & ~Self.defaultBit) }
+        /// Whether the value was stored as a first-access default, not chosen.
+        var isDefault: Bool { sizeAndDefault & Self.defaultBit != 0 }
 
-        init(value: SuiteValue, size: Int) {
+        init(value: SuiteValue, size: Int, isDefault: Bool = false) {
             self.value = value
-            storedSize = UInt32(size)
+            sizeAndDefault = UInt32(size) | (isDefault ? Self.defaultBit : 0)
         }
     }
 
@@ -42,9 +48,9 @@ struct SuiteContents: Sendable {
     /// commit, with one lookup of its key.
     func effect(of operation: Operation) -> (changes: Bool, liveBytes: Int) {
         switch operation {
-        case .set(let key, let value, let size):
+        case .set(let key, let value, let size, let asDefault):
             let old = entries[key]
-            if let old, old.value.isStored(identicallyTo: value) { return (false, liveBytes) }
+            if let old, old.value.isStored(identicallyTo: value), old.isDefault == asDefault { return (false, liveBytes) }
             return (true, liveBytes - (old?.size ?? 0) + RecordFormat.size(ofSetting: key, valueSize: size))
         case .remove(let key):
             guard let old = entries[key] else { return (false, liveBytes) }
@@ -62,7 +68,7 @@ struct SuiteContents: Sendable {
         var cleared = false
         for operation in operations {
             switch operation {
-            case .set(let key, _, let size):
+            case .set(let key, _, let size, _):
                 total -= sizes[key] ?? (cleared ? 0 : entries[key]?.size ?? 0)
                 let newSize = RecordFormat.size(ofSetting: key, valueSize: size)
                 sizes[key] = newSize
@@ -100,8 +106,8 @@ struct SuiteContents: Sendable {
         }
         for operation in record.operations {
             switch operation {
-            case .set(let key, let value, let size):
-                let entry = Entry(value: value, size: RecordFormat.size(ofSetting: key, valueSize: size))
+            case .set(let key, let value, let size, let asDefault):
+                let entry = Entry(value: value, size: RecordFormat.size(ofSetting: key, valueSize: size), isDefault: asDefault)
                 let old = entries.updateValue(entry, forKey: key)
                 remember(key, old?.value)
                 liveBytes += entry.size - (old?.size ?? 0)
@@ -119,8 +125,10 @@ struct SuiteContents: Sendable {
         guard changes != nil else { return }
         for key in touched {
             let old = before[key]!
-            let new = entries[key]?.value
-            if !old.isStored(identicallyTo: new) { changes!.append(KeyChange(key: key, oldValue: old, newValue: new)) }
+            let new = entries[key]
+            if !old.isStored(identicallyTo: new?.value) {
+                changes!.append(KeyChange(key: key, oldValue: old, newValue: new?.value, newValueIsDefault: new?.isDefault ?? false))
+            }
         }
     }
 
@@ -135,8 +143,8 @@ struct SuiteContents: Sendable {
     /// record. For reading a file without keeping its records' operations around.
     mutating func apply(_ operation: Operation) {
         switch operation {
-        case .set(let key, let value, let size):
-            let entry = Entry(value: value, size: RecordFormat.size(ofSetting: key, valueSize: size))
+        case .set(let key, let value, let size, let asDefault):
+            let entry = Entry(value: value, size: RecordFormat.size(ofSetting: key, valueSize: size), isDefault: asDefault)
             liveBytes += entry.size - (entries.updateValue(entry, forKey: key)?.size ?? 0)
         case .remove(let key):
             liveBytes -= entries.removeValue(forKey: key)?.size ?? 0
@@ -166,7 +174,7 @@ struct SuiteContents: Sendable {
         operations.reserveCapacity(entries.count)
         for (key, entry) in entries {
             let valueSize = entry.size - RecordFormat.size(ofSetting: key, valueSize: 0)
-            operations.append(.set(key: key, value: entry.value, size: valueSize))
+            operations.append(.set(key: key, value: entry.value, size: valueSize, asDefault: entry.isDefault))
         }
         return Record(kind: .snapshot, sequence: lastSequence, timestamp: timestamp, pid: pid, operations: operations)
     }
@@ -175,10 +183,11 @@ struct SuiteContents: Sendable {
     func changes(to other: SuiteContents) -> [KeyChange] {
         var result: [KeyChange] = []
         for (key, entry) in entries where !other[key].isStored(identicallyTo: entry.value) {
-            result.append(KeyChange(key: key, oldValue: entry.value, newValue: other.entries[key]?.value))
+            let new = other.entries[key]
+            result.append(KeyChange(key: key, oldValue: entry.value, newValue: new?.value, newValueIsDefault: new?.isDefault ?? false))
         }
         for (key, entry) in other.entries where entries[key] == nil {
-            result.append(KeyChange(key: key, oldValue: nil, newValue: entry.value))
+            result.append(KeyChange(key: key, oldValue: nil, newValue: entry.value, newValueIsDefault: entry.isDefault))
         }
         return result
     }

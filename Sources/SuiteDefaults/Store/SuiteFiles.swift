@@ -250,7 +250,10 @@ struct SuiteFiles {
 
     /// Writes a complete new data file under a temporary name: the header, and the
     /// snapshot record when there is one. The caller renames or links it into place.
-    func writeNewDataFile(snapshot: Record?, durable: Bool) throws -> NewDataFile {
+    /// Writes a new data file under a temporary name: the header, then `snapshot`.
+    /// It is format version 2 when the snapshot needs it or `version2` asks, else 1
+    /// (readable by older libraries).
+    func writeNewDataFile(snapshot: Record?, durable: Bool, version2: Bool = false) throws -> NewDataFile {
         let name = temporaryPrefix + "\(ProcessIdentity.id).\(String(UInt32.random(in: 0 ... .max), radix: 16))"
         let descriptor: FileDescriptor
         do {
@@ -259,7 +262,8 @@ struct SuiteFiles {
             throw self.error(error, doing: "create a new suite file")
         }
         let fileID = UInt64.random(in: 1 ... .max)
-        var bytes = DataFileHeader.encode(fileID: fileID)
+        let version: UInt16 = version2 || snapshot?.needsVersion2 == true ? 2 : 1
+        var bytes = DataFileHeader.encode(fileID: fileID, version: version)
         if let snapshot { bytes += RecordFormat.encode(snapshot) }
         do {
             if sharing == .group { try descriptor.setPermissions(filePermissions) }
@@ -272,7 +276,7 @@ struct SuiteFiles {
             try? directory.removeFile(name)
             throw self.error(error, doing: "write a new suite file")
         }
-        return NewDataFile(descriptor: descriptor, temporaryName: name, fileID: fileID, length: bytes.count)
+        return NewDataFile(descriptor: descriptor, temporaryName: name, fileID: fileID, length: bytes.count, version: version)
     }
 
     struct NewDataFile {
@@ -280,6 +284,7 @@ struct SuiteFiles {
         var temporaryName: String
         var fileID: UInt64
         var length: Int
+        var version: UInt16
     }
 
     /// The names for keeping a damaged data file aside, to try in turn until one is

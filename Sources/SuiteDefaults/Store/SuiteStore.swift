@@ -271,7 +271,8 @@ final class SuiteStore: Sendable {
             }
             func changes(_ operation: Operation) -> Bool {
                 switch operation {
-                case .set(let key, let value, _): !state.contents[key].isStored(identicallyTo: value)
+                case .set(let key, let value, _, let asDefault):
+                    state.contents.entry(forKey: key).map { !$0.value.isStored(identicallyTo: value) || $0.isDefault != asDefault } ?? true
                 case .remove(let key): state.contents[key] != nil
                 case .removeAll: state.contents.count > 0
                 }
@@ -288,7 +289,7 @@ final class SuiteStore: Sendable {
 
     /// Runs a transaction under the exclusive lock and commits what it wrote.
     func transaction<R>(
-        durability: Suite.Durability, options: Suite.Options, _ body: (SuiteTransaction) throws -> R
+        durability: Suite.Durability, options: Suite.Options, flags: Record.Flags = [], _ body: (SuiteTransaction) throws -> R
     ) throws -> R {
         let defaults = registeredDefaults
         return try exclusively(options: options) { state in
@@ -314,7 +315,7 @@ final class SuiteStore: Sendable {
                 throw SuiteError(.ioFailure, suite: name, path: directoryPath,
                                  message: "The suite's lock file was deleted while the transaction ran, so another process could be writing at the same time; nothing was written. Try again.")
             }
-            try state.commit(operations, durability: durability, options: options, liveBytesAfter: liveBytesAfter)
+            try state.commit(operations, durability: durability, options: options, liveBytesAfter: liveBytesAfter, flags: flags)
             return result
         }
     }
