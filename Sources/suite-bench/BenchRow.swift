@@ -11,7 +11,7 @@ struct BenchRow: Sendable {
     /// With --peers: SQLite's and LMDB's columns, in Peer.allCases order.
     var peers: [PeerColumn]? = nil
     /// For a row that starts a program of ours (spawn_to_first_read): the same program
-    /// built with the Swift runtime linked statically, as widgets should be, or why
+    /// built as the docs recommend for widgets (Scripts/build-widget-static), or why
     /// there is no figure (not built).
     var oursStatic: BuildColumn? = nil
 

@@ -3,8 +3,8 @@ import ToolSupport
 
 extension Bench {
     /// A widget's start: from `posix_spawn` to the exit of a process that opens a 100-key
-    /// suite, reads one value and prints it. Ours as `swift build` links it and with the
-    /// Swift runtime linked statically; a C program that prints a line (the floor); and
+    /// suite, reads one value and prints it. Ours as `swift build` links it and as the docs
+    /// recommend building a widget (Scripts/build-widget-static); a C program that prints a line (the floor); and
     /// with --peers, a C program doing the same job with LMDB. The programs take turns
     /// in one loop, so that the machine's noise falls on all alike.
     func spawnToFirstReadRow() throws -> BenchRow {
@@ -58,7 +58,7 @@ extension Bench {
         var row = BenchRow(
             name: "spawn_to_first_read", ours: figure("dynamic")!, foundation: nil, floor: figure("C hello"),
             note: "from posix_spawn to the exit (reaped) of a process that opens a 100-key suite, reads one value and prints it: suite-first-read, which links only SuiteDefaults, as swift build links it (the Swift runtime and FoundationEssentials loaded dynamically); "
-                + "the same program opening no suite (--bare) takes \(milliseconds("dynamic bare")), and \(milliseconds("static bare")) with the runtime linked statically; "
+                + "the same program opening no suite (--bare) takes \(milliseconds("dynamic bare")), and \(milliseconds("static bare")) in the static build; "
                 + "floor: a C program that prints a line (cc -O2)\(hello.failureNote); \(rounds) rounds, the programs taking turns")
         row.oursStatic = .init(figure: figure("static"), note: staticProbe.note)
         if options.peers {

@@ -9,7 +9,7 @@ enum StartUpPrograms {
     static let probeName = "suite-first-read"
     /// Where Scripts/build-widget-static puts the probe, under the package's directory.
     static let staticProbePath = ".build-static/release/suite-first-read"
-    static let staticBuildCommand = "Scripts/build-widget-static (swift build -c release --static-swift-stdlib --product suite-first-read --scratch-path .build-static)"
+    static let staticBuildCommand = "Scripts/build-widget-static (swift build -c release --static-swift-stdlib, with libstdc++ linked statically and -no-pie: Docs/Performance.md, \"Building a fast-starting widget\")"
 
     /// This executable's directory: SwiftPM puts the probe beside suite-bench.
     static let executableDirectory: URL = {
@@ -30,8 +30,8 @@ enum StartUpPrograms {
         return nil
     }
 
-    /// The probe built with the Swift runtime linked statically: `given` (--static-probe),
-    /// else the package's .build-static one. Nil, with the reason, when there is none.
+    /// The probe built as the docs recommend for widgets: `given` (--static-probe), else
+    /// the package's .build-static one. Nil, with the reason, when there is none.
     static func staticProbe(given: String?) -> (path: String?, note: String) {
         let path = given ?? packageDirectory?.appendingPathComponent(staticProbePath).path
         guard let path, FileManager.default.isExecutableFile(atPath: path) else {
@@ -40,7 +40,7 @@ enum StartUpPrograms {
         if let built = modified(path), let sources = newestSource, built < sources {
             return (path, "\(path), built before the last change to the store's or the probe's sources: rebuild it with \(staticBuildCommand)")
         }
-        return (path, "built with --static-swift-stdlib (\(path))")
+        return (path, "\(ELFLinkage(path: path)?.description ?? "an executable of unknown linkage") (\(path))")
     }
 
     private static func modified(_ path: String) -> Date? {
