@@ -172,6 +172,13 @@ enum RecordFormat {
                 return .invalid(FormatError(reason: "record out of sequence", offset: offset))
             }
             if let kind { contents.begin(kind) }
+            // A large record into an empty table (a snapshot, an import): the table is
+            // made its final size at once, so that its last growth does not hold the
+            // old table and the new one at the same time.
+            if end - offset > Self.countedRecordSize, contents.count == 0,
+               let sets = setCount(buffer, at: offset, end: end) {
+                contents.reserve(sets)
+            }
             do {
                 let fields = try decode(buffer, at: offset, end: end) { contents.apply($0) }
                 contents.finish(sequence: fields.sequence)
@@ -184,6 +191,35 @@ enum RecordFormat {
         case .invalid(let error):
             return .invalid(error)
         }
+    }
+
+    /// Records larger than this are counted before they are applied.
+    static let countedRecordSize = 4096
+
+    /// How many set operations a verified record holds; nil when its operations do
+    /// not parse (decoding will say why).
+    private static func setCount(_ buffer: UnsafeRawBufferPointer, at offset: Int, end: Int) -> Int? {
+        var reader = ByteReader(buffer, from: offset + headerSize, to: end - 4)
+        var sets = 0
+        do {
+            while !reader.isAtEnd {
+                switch OperationCode(rawValue: try reader.readByte()) {
+                case .set, .setDefault:
+                    _ = try reader.readLengthPrefixed()
+                    try ValueEncoding.skip(from: &reader)
+                    sets += 1
+                case .remove:
+                    _ = try reader.readLengthPrefixed()
+                case .removeAll:
+                    break
+                case nil:
+                    return nil
+                }
+            }
+        } catch {
+            return nil
+        }
+        return sets
     }
 
     private enum Verification {

@@ -96,6 +96,29 @@ enum ValueEncoding {
         }
     }
 
+    /// Moves past one encoded value without making it, checking only its framing.
+    static func skip(from reader: inout ByteReader, depth: Int = 0) throws(FormatError) {
+        let start = reader.offset
+        guard depth <= maximumDepth else { throw FormatError(reason: "values nest too deeply", offset: start) }
+        switch Tag(rawValue: try reader.readByte()) {
+        case .string, .data, .json:
+            _ = try reader.readLengthPrefixed()
+        case .integer, .double, .date:
+            _ = try reader.readBytes(8)
+        case .boolFalse, .boolTrue:
+            break
+        case .array:
+            for _ in 0..<(try reader.readCount()) { try skip(from: &reader, depth: depth + 1) }
+        case .dictionary:
+            for _ in 0..<(try reader.readCount(minimumSize: 2)) {
+                _ = try reader.readLengthPrefixed()
+                try skip(from: &reader, depth: depth + 1)
+            }
+        case nil:
+            throw FormatError(reason: "unknown value tag", offset: start)
+        }
+    }
+
     static func decode(from reader: inout ByteReader, depth: Int = 0) throws(FormatError) -> SuiteValue {
         let start = reader.offset
         guard depth <= maximumDepth else { throw FormatError(reason: "values nest too deeply", offset: start) }

@@ -153,6 +153,11 @@ struct SuiteContents: Sendable {
         }
     }
 
+    /// Makes room for `count` keys.
+    mutating func reserve(_ count: Int) {
+        entries.reserveCapacity(count)
+    }
+
     /// Begins applying a record operation by operation: a snapshot replaces everything.
     mutating func begin(_ kind: Record.Kind) {
         if kind == .snapshot { clear() }
