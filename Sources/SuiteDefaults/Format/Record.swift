@@ -113,8 +113,10 @@ enum RecordFormat {
         }
     }
 
-    enum ParseOutcome {
-        case record(Record, end: Int)
+    /// What reading a record at an offset found: the record (or, when applied as it
+    /// is decoded, its fields), a record cut short, or bytes that are not one.
+    enum ParseOutcome<Value> {
+        case record(Value, end: Int)
         /// The bytes are the beginning of a record that does not fit in what is left:
         /// what a write cut short leaves behind.
         case incomplete
@@ -123,21 +125,12 @@ enum RecordFormat {
     }
 
     /// Parses the record starting at `offset`; never reads at or past `limit`.
-    static func parse(_ buffer: UnsafeRawBufferPointer, at offset: Int, limit: Int) -> ParseOutcome {
+    static func parse(_ buffer: UnsafeRawBufferPointer, at offset: Int, limit: Int) -> ParseOutcome<Record> {
         var operations: [Operation] = []
-        switch verify(buffer, at: offset, limit: limit) {
-        case .verified(let end):
-            do {
-                let fields = try decode(buffer, at: offset, end: end) { operations.append($0) }
-                return .record(Record(kind: fields.kind, sequence: fields.sequence, timestamp: fields.timestamp,
-                                      pid: fields.pid, operations: operations, flags: fields.flags), end: end)
-            } catch {
-                return .invalid(error)
-            }
-        case .incomplete:
-            return .incomplete
-        case .invalid(let error):
-            return .invalid(error)
+        return decodeVerified(buffer, at: offset, limit: limit) { end throws(FormatError) in
+            let fields = try decode(buffer, at: offset, end: end) { operations.append($0) }
+            return Record(kind: fields.kind, sequence: fields.sequence, timestamp: fields.timestamp,
+                          pid: fields.pid, operations: operations, flags: fields.flags)
         }
     }
 
@@ -150,27 +143,16 @@ enum RecordFormat {
         var flags: Record.Flags
     }
 
-    enum StreamOutcome {
-        case applied(Fields, end: Int)
-        case incomplete
-        /// The record does not verify; `contents` may hold part of it, so the caller
-        /// must drop them.
-        case invalid(FormatError)
-    }
-
     /// Verifies the record starting at `offset` and applies its operations to
     /// `contents` one by one as they are decoded, so that no list of them is built:
     /// reading a file of 10,000 keys would otherwise hold all 10,000 twice at once.
     /// On `.invalid`, `contents` may hold part of the record and must be dropped.
     static func apply(_ buffer: UnsafeRawBufferPointer, at offset: Int, limit: Int,
-                      to contents: inout SuiteContents, sequenceAfter last: UInt64?) -> StreamOutcome {
-        switch verify(buffer, at: offset, limit: limit) {
-        case .verified(let end):
+                      to contents: inout SuiteContents, sequenceAfter last: UInt64?) -> ParseOutcome<Fields> {
+        decodeVerified(buffer, at: offset, limit: limit) { end throws(FormatError) in
             let kind = Record.Kind(rawValue: UInt16(littleEndian: buffer.loadUnaligned(fromByteOffset: offset + 28, as: UInt16.self)))
             let sequence = UInt64(littleEndian: buffer.loadUnaligned(fromByteOffset: offset + 8, as: UInt64.self))
-            if let last, sequence <= last {
-                return .invalid(FormatError(reason: "record out of sequence", offset: offset))
-            }
+            if let last, sequence <= last { throw FormatError(reason: "record out of sequence", offset: offset) }
             if let kind { contents.begin(kind) }
             // A large record into an empty table (a snapshot, an import): the table is
             // made its final size at once, so that its last growth does not hold the
@@ -179,10 +161,21 @@ enum RecordFormat {
                let sets = setCount(buffer, at: offset, end: end) {
                 contents.reserve(sets)
             }
+            let fields = try decode(buffer, at: offset, end: end) { contents.apply($0) }
+            contents.finish(sequence: fields.sequence)
+            return fields
+        }
+    }
+
+    /// Verifies the framing, the fixed fields and the checksum of the record at
+    /// `offset`, then reads it with `read`, given the record's end.
+    private static func decodeVerified<Value>(
+        _ buffer: UnsafeRawBufferPointer, at offset: Int, limit: Int, _ read: (Int) throws(FormatError) -> Value
+    ) -> ParseOutcome<Value> {
+        switch verify(buffer, at: offset, limit: limit) {
+        case .verified(let end):
             do {
-                let fields = try decode(buffer, at: offset, end: end) { contents.apply($0) }
-                contents.finish(sequence: fields.sequence)
-                return .applied(fields, end: end)
+                return .record(try read(end), end: end)
             } catch {
                 return .invalid(error)
             }

@@ -300,7 +300,7 @@ final class StoreState: @unchecked Sendable {
             var offset = offset
             var last: UInt64?
             while offset < buffer.count {
-                guard case .applied(let fields, let end) = RecordFormat.apply(buffer, at: offset, limit: buffer.count,
+                guard case .record(let fields, let end) = RecordFormat.apply(buffer, at: offset, limit: buffer.count,
                                                                             to: &contents, sequenceAfter: last),
                       fields.kind == .transaction || last == nil
                 else { return nil }
