@@ -43,7 +43,7 @@ struct MirrorKeys {
         } catch {
             return .invalid(suite: nil, shown: shown, reason: "not a valid suite name")
         }
-        guard suite.precomposedStringWithCanonicalMapping == suite else {
+        guard Array(suite.precomposedStringWithCanonicalMapping.utf8) == Array(suite.utf8) else {
             return .invalid(suite: nil, shown: shown, reason: "the suite name is not in Unicode NFC")
         }
         do {
@@ -51,7 +51,7 @@ struct MirrorKeys {
         } catch {
             return .invalid(suite: suite, shown: shown, reason: "not a valid suite key")
         }
-        guard key.precomposedStringWithCanonicalMapping == key else {
+        guard Array(key.precomposedStringWithCanonicalMapping.utf8) == Array(key.utf8) else {
             return .invalid(suite: suite, shown: shown, reason: "the key is not in Unicode NFC")
         }
         return .key(suite: suite, key: key)
