@@ -21,7 +21,7 @@ let package = Package(
         // The C interface (issue #14): libsuitedefaults.so, soname libsuitedefaults.so.1,
         // with include/suite_defaults.h. Only the sd_ functions of the header are exported.
         .library(name: "suitedefaults", type: .dynamic, targets: ["SuiteDefaultsC"]),
-        // SuiteSync: suites mirrored through etcd (issue #15); for now its etcd client.
+        // SuiteSync: suites mirrored through etcd (issue #15): its etcd client and the mirror.
         .library(name: "SuiteSync", targets: ["SuiteSync"]),
         .executable(name: "suite-sync", targets: ["suite-sync"]),
     ],

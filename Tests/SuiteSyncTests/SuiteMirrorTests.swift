@@ -199,6 +199,39 @@ struct SuiteMirrorTests {
         #expect(final["s/k"] == #""a-19""# && final["s/b.1"] == "19")
     }
 
+    @Test func aWatchResumedPastACompactionReadsEverythingAgain() async throws {
+        let cluster = try await EtcdCluster.start(size: 3)
+        let leader = try #require(await cluster.leader(), "no leader")
+        let follower = (leader + 1) % 3
+        let others = cluster.endpoints.indices.filter { $0 != follower }.map { cluster.endpoints[$0] }
+        // b reaches etcd only through one member; a and the test through the others.
+        let a = Machine("a", endpoints: others, prefix: Self.prefix, suites: ["s"])
+        let b = Machine("b", endpoints: [cluster.endpoints[follower]], prefix: Self.prefix, suites: ["s"])
+        let client = try EtcdClient(configuration: EtcdConfiguration(endpoints: others, requestTimeout: .seconds(3)))
+        try await a.start()
+        try await b.start()
+        try a.suite("s").set("one", forKey: "k")
+        try a.suite("s").set(true, forKey: "gone")
+        try await converge([a, b], client, prefix: Self.prefix)
+
+        // b's member dies; a changes, sets and removes keys; etcd compacts its history.
+        await cluster.kill(follower)
+        try a.suite("s").set("two", forKey: "k")
+        try a.suite("s").setValue(nil, forKey: "gone")
+        for index in 0..<10 { try a.suite("s").set(index, forKey: "n.\(index)") }
+        try await eventually(.seconds(20), "a's writes in etcd") {
+            try await etcdValues(client, prefix: Self.prefix).values.count == 11
+        }
+        let revision = try await etcdValues(client, prefix: Self.prefix).revision
+        try await client.compact(upTo: revision)
+        // The member comes back: b's watch from its last revision is compacted; it reads again.
+        try await cluster.restart(follower)
+        let final = try await converge([a, b], client, prefix: Self.prefix, within: .seconds(60))
+        #expect(final["s/k"] == #""two""# && final["s/gone"] == nil && final.count == 11)
+        #expect(b.lines.contains { $0.contains("compact") }, "\(b.lines.suffix(5))")
+        #expect(b.lines.filter { $0.contains("\"reconciled\"") }.count == 2)
+    }
+
     @Test func garbageInEtcdIsSkippedAndTheSuiteIsUntouched() async throws {
         let cluster = try await EtcdCluster.start()
         let client = try EtcdClient(configuration: EtcdConfiguration(endpoints: cluster.endpoints))
