@@ -295,6 +295,8 @@ final class MirrorEngine {
                     remoteEntry = MirrorState.Entry(value: text, modRevision: keyValue.modRevision)
                 case .failure(let refusal):
                     report(.skipped(suite: side.name, key: key, reason: refusal.reason))
+                    // Never applied; a local change still goes out, and replaces it.
+                    if local != base.value { toSend.append(key) }
                     continue
                 }
             }
