@@ -50,6 +50,19 @@ struct SuiteMirrorTests {
         // No echo: etcd saw at most one write per local write.
         let after = try await etcdValues(client, prefix: Self.prefix).revision
         #expect(after - before <= Int64(writes), "\(after - before) revisions for \(writes) writes")
+
+        // A third machine with --once takes everything and exits 0; SIGTERM stops the others with 0.
+        let third = Machine("c", endpoints: cluster.endpoints, prefix: Self.prefix, suites: ["s", "t"])
+        let once = try await blocking { try run(program: "suite-sync", third.arguments + ["--once"], within: .seconds(30)) }
+        #expect(once.status == .exited(0), "\(once.errors)")
+        #expect(try third.allValues() == final)
+        #expect(once.lines.filter { $0.contains("\"reconciled\"") }.count == 2)
+        for machine in machines {
+            let process = try #require(machine.process)
+            process.signal(SIGTERM)
+            let ended = try await blocking { process.wait(timeout: .seconds(10)) }
+            #expect(ended == .exited(0))
+        }
     }
 
     @Test func aFirstAccessRaceKeepsTheExplicitChoiceOnEveryMachine() async throws {

@@ -256,7 +256,7 @@ final class MirrorEngine {
         }
         var remote: [String: [String: EtcdKeyValue]] = [:]
         for keyValue in range.keyValues {
-            guard let (suite, key) = parsedKey(keyValue.key, reportingUnknown: false) else { continue }
+            guard let (suite, key) = parsedKey(keyValue.key) else { continue }
             remote[suite, default: [:]][key] = keyValue
         }
         for name in order {
@@ -268,7 +268,7 @@ final class MirrorEngine {
 
     /// The suite and key of an etcd key, for a suite mirrored here; invalid keys are
     /// reported as skipped, keys of other suites ignored.
-    func parsedKey(_ bytes: Data, reportingUnknown: Bool) -> (String, String)? {
+    func parsedKey(_ bytes: Data) -> (String, String)? {
         switch keys.parse(bytes) {
         case .key(let suite, let key):
             return sides[suite] == nil ? nil : (suite, key)
@@ -484,7 +484,7 @@ final class MirrorEngine {
     func apply(_ batch: EtcdWatchBatch) async throws {
         var bySuite: [String: [(key: String, entry: MirrorState.Entry)]] = [:]
         for event in batch.events {
-            guard let (suite, key) = parsedKey(event.keyValue.key, reportingUnknown: true), let side = sides[suite] else { continue }
+            guard let (suite, key) = parsedKey(event.keyValue.key), let side = sides[suite] else { continue }
             let modRevision = event.keyValue.modRevision
             if let base = side.state.base[key], modRevision <= base.modRevision { continue }
             var text: String?
