@@ -21,8 +21,9 @@ let package = Package(
         // The C interface (issue #14): libsuitedefaults.so, soname libsuitedefaults.so.1,
         // with include/suite_defaults.h. Only the sd_ functions of the header are exported.
         .library(name: "suitedefaults", type: .dynamic, targets: ["SuiteDefaultsC"]),
-        // SuiteSync: suites mirrored through etcd (issue #15); for now its etcd client.
+        // SuiteSync: suites mirrored through etcd (issue #15): its etcd client and the mirror.
         .library(name: "SuiteSync", targets: ["SuiteSync"]),
+        .executable(name: "suite-sync", targets: ["suite-sync"]),
     ],
     targets: [
         // The few things Swift cannot reach directly: atomics on shared memory and
@@ -72,7 +73,11 @@ let package = Package(
         // authentication and streamed watches, on which the mirroring of suites is built.
         // Its HTTP is its own (URLSession on Linux traps on etcd's error replies), and its
         // TLS is OpenSSL's libssl, loaded at run time only for https endpoints.
-        .target(name: "SuiteSync"),
+        // Its mirror (Mirror/) keeps suites and an etcd prefix in step (Docs/Sync.md).
+        .target(name: "SuiteSync", dependencies: ["SuiteDefaults"]),
+
+        // Mirrors suites through etcd until stopped; --once reconciles and exits.
+        .executableTarget(name: "suite-sync", dependencies: ["SuiteSync", "SuiteDefaults", "ChildProcess", "ToolSupport"]),
 
         // A `defaults`-style command-line tool over the library.
         .executableTarget(name: "suite-defaults", dependencies: ["SuiteDefaults", "ToolSupport"]),
@@ -158,7 +163,7 @@ let package = Package(
         // `etcd` is not installed (apt-get install etcd-server).
         .testTarget(
             name: "SuiteSyncTests",
-            dependencies: ["SuiteSync", "ChildProcess", "TestSupport"]
+            dependencies: ["SuiteSync", "SuiteDefaults", "ChildProcess", "TestSupport", "suite-sync", "suite-test-worker"]
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -17,8 +17,8 @@ let syntax = CommandLineSyntax(
     arguments: [CommandLineArgument("COMMAND", help: """
         increment, write-keys, ack-loop, invariant-writer, invariant-reader, pause, compact,
         hold-lock, get, try-set, set-if-absent, units-current, units-set, fork-in-transaction,
-        fork-observe, hold-lock-spawn, fork-then-hold, fork-read-while-held, many-open or
-        hostile-check
+        fork-observe, hold-lock-spawn, fork-then-hold, fork-read-while-held, many-open,
+        hostile-check or units-trials
         """)],
     options: RoleOptions.all + [
         .value("--key2", "KEY", help: "hostile-check: the key written"),
@@ -31,6 +31,7 @@ let syntax = CommandLineSyntax(
         .value("--report-waiting", "ANY", help: "say \"waiting for the lock\" when a write waits for it"),
         .value("--file-size-limit-strict", "BYTES", help: "RLIMIT_FSIZE, with SIGXFSZ's default action (death)"),
         .value("--as-uid", "UID", help: "become this user first"),
+        .value("--trials", "N", help: "units-trials: how many trials (suites SUITE-0 ... SUITE-(N-1))"),
     ]
 )
 
@@ -361,6 +362,27 @@ case "hostile-check":
     } catch {
         Output.line("read \(before?.description ?? "absent") \(errorReport(error))")
     }
+
+case "units-trials":
+    // For trial k = 0 ..< TRIALS, on the k-th start signal, in suite SUITE-k of the
+    // same directory: stores the explicit --system, or else asks for the shared unit
+    // system detecting --lang. Reports "trial k VALUE" (a first-access race per trial).
+    let base = option("suite"), directory = URL(fileURLWithPath: option("dir"))
+    for trial in 0..<number("trials") {
+        inputLines.wait()
+        do {
+            let trialSuite = try Suite(named: "\(base)-\(trial)", directory: directory)
+            if let system = value("system").flatMap(UnitSystem.init(rawValue:)) {
+                try trialSuite.setUnitSystem(system)
+                Output.line("trial \(trial) \(system.rawValue)")
+            } else {
+                Output.line("trial \(trial) \(try trialSuite.currentUnitSystem(lang: option("lang")))")
+            }
+        } catch {
+            Output.line("trial \(trial) \(errorReport(error))")
+        }
+    }
+    Output.line("done")
 
 default:
     fail("unknown command \(command)")

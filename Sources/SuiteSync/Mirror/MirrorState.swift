@@ -1,0 +1,78 @@
+import Foundation
+
+/// What a mirror keeps durably for one suite and one etcd prefix, beside the suite in
+/// `NAME.suite.sync-HASH` (`MirrorState.fileName(suite:prefix:)`):
+///
+/// - `revision`: the etcd revision through which every change under the prefix was
+///   applied (a watch batch's `deliveredThrough`, or a full read's revision);
+/// - `base`: per key, the value last agreed with etcd and its `mod_revision` there
+///   (a nil value: deleted, or absent when the revision was read). A key missing here
+///   was never agreed on;
+/// - `pending`: remote changes written ahead of being applied to the suite, so that a
+///   process killed between the two knows, when it starts again, whether the change
+///   reached the suite (see `SuiteMirror`).
+///
+/// Values are held as their typed JSON text, exactly as etcd holds them.
+struct MirrorState: Codable, Equatable {
+    struct Entry: Codable, Equatable {
+        /// The value's typed JSON text; nil for a deleted or absent key.
+        var value: String?
+        /// The key's `mod_revision` in etcd (for a deletion, the revision that deleted it).
+        var modRevision: Int64
+    }
+
+    var format = 1
+    var prefix: String
+    var revision: Int64 = 0
+    var base: [String: Entry] = [:]
+    var pending: [String: Entry] = [:]
+
+    init(prefix: String) {
+        self.prefix = prefix
+    }
+
+    /// `NAME.suite.sync-` and 16 hexadecimal digits of the prefix's 64-bit FNV-1a hash:
+    /// never the name of a suite's data, lock, temporary, history or damaged file (those
+    /// end in `.suite`, or continue `.suite.` with `lock`, `tmp.`, `h.` or `damaged-`),
+    /// so that neither the engine, `suite-defaults domains` nor directory observation
+    /// takes it for one of theirs. At most 252 bytes for the longest suite name (224).
+    static func fileName(suite: String, prefix: String) -> String {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in prefix.utf8 {
+            hash ^= UInt64(byte)
+            hash = hash &* 0x0000_0100_0000_01b3
+        }
+        let hex = String(hash, radix: 16)
+        return suite + ".suite.sync-" + String(repeating: "0", count: 16 - hex.count) + hex
+    }
+
+    /// The state in `path`; a fresh one when the file does not exist.
+    static func load(path: String, prefix: String) throws -> MirrorState {
+        guard let data = try DurableFile.read(path) else { return MirrorState(prefix: prefix) }
+        let state: MirrorState
+        do {
+            state = try JSONDecoder().decode(MirrorState.self, from: data)
+        } catch {
+            throw MirrorFailure("the sync state \(path) is not readable (\(type(of: error))); move it away to start afresh")
+        }
+        guard state.format == 1 else { throw MirrorFailure("the sync state \(path) has format \(state.format), not 1") }
+        guard state.prefix == prefix else {
+            throw MirrorFailure("the sync state \(path) belongs to the prefix \(state.prefix), not \(prefix)")
+        }
+        return state
+    }
+
+    /// Writes the state to `path`, atomically and durably.
+    func save(path: String) throws {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        try DurableFile.replace(path, with: try encoder.encode(self))
+    }
+}
+
+/// A failure of the mirror that is not etcd's: a state file, a suite.
+public struct MirrorFailure: Error, Sendable, CustomStringConvertible {
+    public let message: String
+    public init(_ message: String) { self.message = message }
+    public var description: String { message }
+}

@@ -1,0 +1,132 @@
+import ChildProcess
+import Foundation
+@_spi(Tools) import SuiteDefaults
+import SuiteSync
+import Testing
+import TestSupport
+
+/// One "machine" of the mirror tests: a suite directory of its own and its own
+/// `suite-sync` process, which is killed and reaped when the machine goes away.
+final class Machine: @unchecked Sendable {
+    let name: String
+    let directory = TemporaryDirectory("suite-sync-machine")
+    let endpoints: [URL]
+    let prefix: String
+    let suites: [String]
+    private let lock = NSLock()
+    private var current: ChildProcess?
+    /// Every line each process printed, in order, the current one's last.
+    private var finishedLines: [String] = []
+
+    init(_ name: String, endpoints: [URL], prefix: String, suites: [String]) {
+        self.name = name
+        self.endpoints = endpoints
+        self.prefix = prefix
+        self.suites = suites
+    }
+
+    deinit {
+        _ = current?.kill()
+    }
+
+    var arguments: [String] {
+        ["--endpoints", endpoints.map(\.absoluteString).joined(separator: ","), "--prefix", prefix,
+         "--dir", directory.path, "--json"] + suites
+    }
+
+    /// Starts `suite-sync`; with `waitUntilWatching`, returns once it reconciled and watches.
+    @discardableResult
+    func start(waitUntilWatching: Bool = true, timeout: Duration = .seconds(30)) async throws -> ChildProcess {
+        try await offThePool { try self.startBlocking(waitUntilWatching: waitUntilWatching, timeout: timeout) }
+    }
+
+    func startBlocking(waitUntilWatching: Bool, timeout: Duration) throws -> ChildProcess {
+        let process = try ChildProcess(executable: Products.path("suite-sync"), arguments: arguments)
+        process.closeInput()
+        lock.withLock { current = process }
+        if waitUntilWatching {
+            guard process.waitForLine(timeout: timeout, where: { $0.contains("\"event\":\"watching\"") }) != nil else {
+                throw DeadlinePassed(what: "\(name)'s suite-sync watching; output \(process.lines.suffix(5)), errors \(process.standardError)")
+            }
+        }
+        return process
+    }
+
+    /// SIGKILLs the running `suite-sync` and reaps it.
+    func kill() async {
+        await offThePool { self.killBlocking() }
+    }
+
+    func killBlocking() {
+        let process = lock.withLock { defer { current = nil }; return current }
+        guard let process else { return }
+        _ = process.kill()
+        lock.withLock { finishedLines += process.lines }
+    }
+
+    var process: ChildProcess? { lock.withLock { current } }
+
+    /// Every status line so far, of every process this machine ran.
+    var lines: [String] { lock.withLock { finishedLines + (current?.lines ?? []) } }
+
+    func suite(_ name: String) throws -> Suite { try Suite(named: name, directory: directory.url) }
+
+    /// Every stored value of `suite`, as typed JSON text by key.
+    func values(_ suite: String) throws -> [String: String] {
+        try self.suite(suite).storedValues().mapValues { $0.jsonText(style: .typed) }
+    }
+
+    /// Every suite's values as "SUITE/KEY" → typed JSON text, as etcd holds them.
+    func allValues() throws -> [String: String] {
+        var all: [String: String] = [:]
+        for suite in suites {
+            for (key, value) in try values(suite) { all["\(suite)/\(key)"] = value }
+        }
+        return all
+    }
+}
+
+/// What etcd holds under `prefix`/, as "SUITE/KEY" → value text, and the revision.
+func etcdValues(_ client: EtcdClient, prefix: String) async throws -> (values: [String: String], revision: Int64) {
+    let range = try await client.range(prefix: Data((prefix + "/").utf8))
+    var values: [String: String] = [:]
+    for keyValue in range.keyValues {
+        let key = String(decoding: keyValue.key, as: UTF8.self).dropFirst(prefix.count + 1)
+        values[String(key)] = String(decoding: keyValue.value, as: UTF8.self)
+    }
+    return (values, range.revision)
+}
+
+/// Polls `condition` until it holds, or throws `DeadlinePassed` saying `what` (and the
+/// last state `describe` gives) at the deadline.
+func eventually(_ timeout: Duration, _ what: String, describe: () async throws -> String = { "" },
+                _ condition: () async throws -> Bool) async throws {
+    let deadline = ContinuousClock.now + timeout
+    while ContinuousClock.now < deadline {
+        if try await condition() { return }
+        try await Task.sleep(for: .milliseconds(20))
+    }
+    throw DeadlinePassed(what: "\(what) (\(try await describe()))")
+}
+
+/// Waits until every machine's suites equal each other and etcd's prefix; returns etcd's values.
+@discardableResult
+func converge(_ machines: [Machine], _ client: EtcdClient, prefix: String, within timeout: Duration = .seconds(30))
+    async throws -> [String: String] {
+    var last: [String: String] = [:]
+    var lastLocal: [[String: String]] = []
+    try await eventually(timeout, "convergence", describe: {
+        "etcd \(last.count) keys, machines \(lastLocal.map(\.count)) keys; differing: "
+            + "\(Set(last.keys).union(lastLocal.flatMap(\.keys)).filter { key in lastLocal.contains { $0[key] != last[key] } }.sorted().prefix(5))"
+    }) {
+        last = try await etcdValues(client, prefix: prefix).values
+        lastLocal = try machines.map { try $0.allValues() }
+        return lastLocal.allSatisfy { $0 == last }
+    }
+    return last
+}
+
+/// Runs blocking process work off the cooperative pool.
+func blocking<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+    try await offThePool(work)
+}

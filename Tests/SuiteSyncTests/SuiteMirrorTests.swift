@@ -1,0 +1,301 @@
+import ChildProcess
+import Foundation
+import Glibc
+@_spi(Tools) import SuiteDefaults
+import SuiteSync
+import Testing
+import TestSupport
+
+/// `suite-sync` between "machines": each a suite directory of its own with its own
+/// `suite-sync` process, all mirroring one prefix of a real etcd.
+@Suite("suite-sync mirrors suites through etcd", .needsEtcd, .serialized)
+struct SuiteMirrorTests {
+    static let prefix = "/suite-defaults/test"
+
+    @Test func twoMachinesConvergeAfterConcurrentWrites() async throws {
+        let cluster = try await EtcdCluster.start()
+        let client = try EtcdClient(configuration: EtcdConfiguration(endpoints: cluster.endpoints))
+        let machines = ["a", "b"].map { Machine($0, endpoints: cluster.endpoints, prefix: Self.prefix, suites: ["s", "t"]) }
+        for machine in machines { try await machine.start() }
+        let before = try await etcdValues(client, prefix: Self.prefix).revision
+
+        // Both sides write the same keys and their own, set and remove, at the same time.
+        var writes = 0
+        try await withThrowingTaskGroup(of: Int.self) { group in
+            for (index, machine) in machines.enumerated() {
+                group.addTask {
+                    let s = try machine.suite("s"), t = try machine.suite("t")
+                    var count = 0
+                    for round in 0..<40 {
+                        try s.set("\(machine.name)-\(round)", forKey: "shared.\(round % 5)")
+                        try t.set(round * 10 + index, forKey: "\(machine.name).\(round % 7)")
+                        try s.set(Double(round) + 0.5, forKey: "d.\(index)")
+                        count += 3
+                        if round % 9 == 8 {
+                            try s.setValue(nil, forKey: "shared.\(round % 5)")
+                            count += 1
+                        }
+                        if round % 4 == 0 { try await Task.sleep(for: .milliseconds(2)) }
+                    }
+                    try s.set(Data([0, 1, 2, 255]), forKey: "bytes.\(machine.name)")
+                    try s.set(Date(timeIntervalSinceReferenceDate: 1234.5), forKey: "date")
+                    return count + 2
+                }
+            }
+            for try await count in group { writes += count }
+        }
+        let final = try await converge(machines, client, prefix: Self.prefix)
+        #expect(final["s/bytes.a"] == #"{"$data":"AAEC/w=="}"#)
+        #expect(final.keys.contains { $0.hasPrefix("t/a.") } && final.keys.contains { $0.hasPrefix("t/b.") })
+        // No echo: etcd saw at most one write per local write.
+        let after = try await etcdValues(client, prefix: Self.prefix).revision
+        #expect(after - before <= Int64(writes), "\(after - before) revisions for \(writes) writes")
+
+        // A third machine with --once takes everything and exits 0; SIGTERM stops the others with 0.
+        let third = Machine("c", endpoints: cluster.endpoints, prefix: Self.prefix, suites: ["s", "t"])
+        let once = try await blocking { try run(program: "suite-sync", third.arguments + ["--once"], within: .seconds(30)) }
+        #expect(once.status == .exited(0), "\(once.errors)")
+        #expect(try third.allValues() == final)
+        #expect(once.lines.filter { $0.contains("\"reconciled\"") }.count == 2)
+        for machine in machines {
+            let process = try #require(machine.process)
+            process.signal(SIGTERM)
+            let ended = try await blocking { process.wait(timeout: .seconds(10)) }
+            #expect(ended == .exited(0))
+        }
+    }
+
+    @Test func aFirstAccessRaceKeepsTheExplicitChoiceOnEveryMachine() async throws {
+        let trials = 200
+        let cluster = try await EtcdCluster.start()
+        let client = try EtcdClient(configuration: EtcdConfiguration(endpoints: cluster.endpoints))
+        let suites = (0..<trials).map { "race-\($0)" }
+        let machines = (0..<3).map { Machine("m\($0)", endpoints: cluster.endpoints, prefix: Self.prefix, suites: suites) }
+        for machine in machines { try await machine.start(timeout: .seconds(60)) }
+
+        // Per machine a process detecting metric; on machine 0 another choosing imperial.
+        var workers: [ChildProcess] = []
+        defer { workers.forEach { _ = $0.kill() } }
+        for machine in machines {
+            workers.append(try startWorker("units-trials", in: machine.directory, suite: "race",
+                                           ["trials": "\(trials)", "lang": "de_DE.UTF-8"]))
+        }
+        workers.append(try startWorker("units-trials", in: machines[0].directory, suite: "race",
+                                       ["trials": "\(trials)", "system": "imperial"]))
+        for worker in workers { worker.expectLine(startingWith: "opened") }
+        try await blocking { [workers] in
+            for trial in 0..<trials {
+                // Half the trials choose at once; the others a few milliseconds later,
+                // when some machines' detected defaults may have reached etcd first.
+                for worker in workers.prefix(3) { worker.send("\n") }
+                if trial % 2 == 1 { usleep(UInt32.random(in: 0...8000)) }
+                workers[3].send("\n")
+                for worker in workers {
+                    guard worker.waitForLine(timeout: .seconds(30), where: { $0.hasPrefix("trial \(trial) ") }) != nil else {
+                        throw DeadlinePassed(what: "trial \(trial) of worker \(worker.pid): \(worker.lines.suffix(3))")
+                    }
+                }
+            }
+        }
+        for worker in workers {
+            #expect(!worker.lines.contains { $0.hasPrefix("trial") && $0.contains("error") }, "\(worker.lines.suffix(3))")
+        }
+        let final = try await converge(machines, client, prefix: Self.prefix, within: .seconds(60))
+        let lost = suites.filter { final["\($0)/units.system"] != #""imperial""# }
+        #expect(final.count == trials && lost.isEmpty, "the choice was lost in \(lost.count) trials: \(lost.prefix(5))")
+        for machine in machines {
+            #expect(!machine.lines.contains { $0.contains("\"error\"") }, "\(machine.name): \(machine.lines.filter { $0.contains("error") }.prefix(3))")
+        }
+        // How the races went: detections that stored metric first, defaults etcd refused.
+        let metricSeen = workers.prefix(3).map { $0.lines.filter { $0.hasSuffix(" metric") }.count }
+        let replaced = machines.map { $0.lines.filter { $0.contains("default-replaced") }.count }
+        let created = machines.map { $0.lines.filter { $0.contains("\"operation\":\"create\"") }.count }
+        print("first-access race: metric answered \(metricSeen), defaults created in etcd \(created), replaced \(replaced)")
+    }
+
+    @Test func anOfflineWriteIsSentOnReconnect() async throws {
+        let cluster = try await EtcdCluster.start()
+        let client = try EtcdClient(configuration: EtcdConfiguration(endpoints: cluster.endpoints))
+        let a = Machine("a", endpoints: cluster.endpoints, prefix: Self.prefix, suites: ["s"])
+        let b = Machine("b", endpoints: cluster.endpoints, prefix: Self.prefix, suites: ["s"])
+        try await a.start()
+        try await b.start()
+        try a.suite("s").set("before", forKey: "k")
+        try await converge([a, b], client, prefix: Self.prefix)
+
+        // etcd stops; both sides write; etcd comes back: both writes arrive everywhere.
+        await cluster.stop(0)
+        try a.suite("s").set("offline-a", forKey: "k")
+        try b.suite("s").set("offline-b", forKey: "other")
+        try b.suite("s").setValue(nil, forKey: "gone-never-existed")
+        try await cluster.restart(0)
+        var final = try await converge([a, b], client, prefix: Self.prefix)
+        #expect(final == ["s/k": #""offline-a""#, "s/other": #""offline-b""#])
+
+        // suite-sync is killed; a local write and a remote write of another key while it
+        // is down; it reconciles both when it starts again.
+        await a.kill()
+        try a.suite("s").set(42, forKey: "while-down")
+        try a.suite("s").setValue(nil, forKey: "other")
+        try b.suite("s").set("from-b", forKey: "k")
+        try await eventually(.seconds(20), "b's write in etcd") {
+            try await etcdValues(client, prefix: Self.prefix).values["s/k"] == #""from-b""#
+        }
+        try await a.start()
+        final = try await converge([a, b], client, prefix: Self.prefix)
+        #expect(final == ["s/k": #""from-b""#, "s/while-down": "42"])
+    }
+
+    @Test func suiteSyncKilledMidStream100TimesLosesNothingAndDoesNotEcho() async throws {
+        let cluster = try await EtcdCluster.start()
+        let client = try EtcdClient(configuration: EtcdConfiguration(endpoints: cluster.endpoints))
+        let a = Machine("a", endpoints: cluster.endpoints, prefix: Self.prefix, suites: ["s"])
+        let b = Machine("b", endpoints: cluster.endpoints, prefix: Self.prefix, suites: ["s"])
+        try await a.start()
+        try await b.start()
+        let before = try await etcdValues(client, prefix: Self.prefix).revision
+
+        // The writer: keys w.0 ... w.19 on machine a, each write acknowledged when set returned.
+        let stop = Locked(false)
+        let writer = Task.detached { () throws -> (count: Int, last: [String: Int]) in
+            let suite = try a.suite("s")
+            var last: [String: Int] = [:]
+            var count = 0
+            while !stop.value {
+                let key = "w.\(count % 20)"
+                try suite.set(count, forKey: key)
+                last[key] = count
+                count += 1
+                usleep(1000)
+            }
+            return (count, last)
+        }
+        var generator = SystemRandomNumberGenerator()
+        for kill in 0..<100 {
+            let machine = kill % 2 == 0 ? a : b
+            try await Task.sleep(for: .milliseconds(Int.random(in: 0...40, using: &generator)))
+            await machine.kill()
+            try await machine.start(waitUntilWatching: kill % 10 == 9)
+        }
+        stop.value = true
+        let (count, last) = try await writer.value
+        for machine in [a, b] where machine.process == nil { try await machine.start() }
+        let final = try await converge([a, b], client, prefix: Self.prefix, within: .seconds(60))
+        for (key, value) in last { #expect(final["s/\(key)"] == "\(value)", "\(key)") }
+        let after = try await etcdValues(client, prefix: Self.prefix).revision
+        #expect(after - before <= Int64(count), "\(after - before) revisions for \(count) writes: an echo")
+        // And nothing goes on writing once everything agrees.
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(try await etcdValues(client, prefix: Self.prefix).revision == after)
+    }
+
+    @Test func syncGoesOnWhenTheLeaderOfA3MemberClusterIsKilled() async throws {
+        let cluster = try await EtcdCluster.start(size: 3)
+        let leader = try #require(await cluster.leader(), "no leader")
+        // Both machines start on the leader, so that its death moves requests and watches.
+        let endpoints = [cluster.endpoints[leader]] + cluster.endpoints.indices.filter { $0 != leader }.map { cluster.endpoints[$0] }
+        let a = Machine("a", endpoints: endpoints, prefix: Self.prefix, suites: ["s"])
+        let b = Machine("b", endpoints: endpoints, prefix: Self.prefix, suites: ["s"])
+        try await a.start()
+        try await b.start()
+        let survivors = cluster.endpoints.indices.filter { $0 != leader }.map { cluster.endpoints[$0] }
+        let client = try EtcdClient(configuration: EtcdConfiguration(endpoints: survivors, requestTimeout: .seconds(3)))
+        try a.suite("s").set("before", forKey: "k")
+        try await converge([a, b], client, prefix: Self.prefix)
+
+        await cluster.kill(leader)
+        for round in 0..<20 {
+            try a.suite("s").set("a-\(round)", forKey: "k")
+            try b.suite("s").set(round, forKey: "b.\(round % 3)")
+        }
+        let final = try await converge([a, b], client, prefix: Self.prefix, within: .seconds(60))
+        #expect(final["s/k"] == #""a-19""# && final["s/b.1"] == "19")
+    }
+
+    @Test func aWatchResumedPastACompactionReadsEverythingAgain() async throws {
+        let cluster = try await EtcdCluster.start(size: 3)
+        let leader = try #require(await cluster.leader(), "no leader")
+        let follower = (leader + 1) % 3
+        let others = cluster.endpoints.indices.filter { $0 != follower }.map { cluster.endpoints[$0] }
+        // b reaches etcd only through one member; a and the test through the others.
+        let a = Machine("a", endpoints: others, prefix: Self.prefix, suites: ["s"])
+        let b = Machine("b", endpoints: [cluster.endpoints[follower]], prefix: Self.prefix, suites: ["s"])
+        let client = try EtcdClient(configuration: EtcdConfiguration(endpoints: others, requestTimeout: .seconds(3)))
+        try await a.start()
+        try await b.start()
+        try a.suite("s").set("one", forKey: "k")
+        try a.suite("s").set(true, forKey: "gone")
+        try await converge([a, b], client, prefix: Self.prefix)
+
+        // b's member dies; a changes, sets and removes keys; etcd compacts its history.
+        await cluster.kill(follower)
+        try a.suite("s").set("two", forKey: "k")
+        try a.suite("s").setValue(nil, forKey: "gone")
+        for index in 0..<10 { try a.suite("s").set(index, forKey: "n.\(index)") }
+        try await eventually(.seconds(20), "a's writes in etcd") {
+            try await etcdValues(client, prefix: Self.prefix).values.count == 11
+        }
+        let revision = try await etcdValues(client, prefix: Self.prefix).revision
+        try await client.compact(upTo: revision)
+        // The member comes back: b's watch from its last revision is compacted; it reads again.
+        try await cluster.restart(follower)
+        let final = try await converge([a, b], client, prefix: Self.prefix, within: .seconds(60))
+        #expect(final["s/k"] == #""two""# && final["s/gone"] == nil && final.count == 11)
+        #expect(b.lines.contains { $0.contains("compact") }, "\(b.lines.suffix(5))")
+        #expect(b.lines.filter { $0.contains("\"reconciled\"") }.count == 2)
+    }
+
+    @Test func garbageInEtcdIsSkippedAndTheSuiteIsUntouched() async throws {
+        let cluster = try await EtcdCluster.start()
+        let client = try EtcdClient(configuration: EtcdConfiguration(endpoints: cluster.endpoints))
+        let a = Machine("a", endpoints: cluster.endpoints, prefix: Self.prefix, suites: ["s"])
+        try await a.start()
+        try a.suite("s").set("kept", forKey: "good")
+        try await eventually(.seconds(20), "the good key in etcd") {
+            try await etcdValues(client, prefix: Self.prefix).values["s/good"] == #""kept""#
+        }
+
+        let secret = "SECRET-VALUE-TEXT"
+        let deep = String(repeating: "[", count: 200) + String(repeating: "]", count: 200)
+        let garbage: [(String, Data)] = [
+            ("s/notjson", Data("{\(secret)".utf8)),
+            ("s/badtype", Data(#"{"$date": "\#(secret)"}"#.utf8)),
+            ("s/deep", Data(deep.utf8)),
+            ("s/notutf8", Data([0xFF, 0xFE, 0x22])),
+            ("s/", Data(#""\#(secret)""#.utf8)),
+            ("s/nul\u{0}key", Data(#""\#(secret)""#.utf8)),
+            ("s/" + String(repeating: "k", count: Suite.maximumKeyLength + 1), Data(#""\#(secret)""#.utf8)),
+            ("s/e\u{301}-not-nfc", Data(#""\#(secret)""#.utf8)),
+            ("no-suite-part", Data(#""\#(secret)""#.utf8)),
+            ("s/good", Data("not json at all \(secret)".utf8)),
+        ]
+        for (key, value) in garbage { try await client.put(Data("\(Self.prefix)/\(key)".utf8), value: value) }
+        try await client.put(Data("\(Self.prefix)/s/".utf8) + Data([0xC3, 0x28]), value: Data(#""\#(secret)""#.utf8))
+        // A valid change after the garbage arrives: the process is alive and past it.
+        try await client.put(Data("\(Self.prefix)/s/after".utf8), value: Data("7".utf8))
+        try await eventually(.seconds(20), "the valid change after the garbage") { try a.values("s")["after"] == "7" }
+        let seen = try a.values("s")
+        #expect(seen == ["good": #""kept""#, "after": "7"], "\(seen.keys.sorted())")
+        let skipped = a.lines.filter { $0.contains("\"skipped\"") }
+        #expect(skipped.count >= garbage.count, "\(skipped)")
+        #expect(!a.lines.contains { $0.contains(secret) } && !(a.process?.standardError.contains(secret) ?? false))
+
+        // Restarted, it reads the garbage in its full read, skips it again, and keeps the suite.
+        await a.kill()
+        try await a.start()
+        #expect(try a.values("s") == ["good": #""kept""#, "after": "7"])
+        #expect(a.process?.wait(timeout: .zero) == nil)
+        #expect(!a.lines.contains { $0.contains(secret) })
+    }
+}
+
+/// A value behind a lock, for flags shared with a detached task.
+final class Locked<Value: Sendable>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var stored: Value
+    init(_ value: Value) { stored = value }
+    var value: Value {
+        get { lock.withLock { stored } }
+        set { lock.withLock { stored = newValue } }
+    }
+}
