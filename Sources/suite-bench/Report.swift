@@ -130,6 +130,34 @@ enum Report {
         if let cold = row("cold_start") {
             targets.append(("cold start to first read ≤ 0.3 ms for the library part (\(format(cold.ours.median, unit: "µs")))", cold.ours.median <= 300))
         }
+        // The second round's (issue #12): ahead of LMDB, only with --peers.
+        func lmdb(_ row: BenchRow) -> Double? {
+            row.peers?.first(where: { $0.peer == .lmdb })?.figure.map(\.median).flatMap { $0 > 0 ? $0 : nil }
+        }
+        for name in ["set", "get", "update", "writes100"] {
+            guard let row = row(name), let peer = lmdb(row) else { continue }
+            targets.append(("\(name) at or below LMDB's (\(format(row.ours.median, unit: "µs")) vs \(format(peer, unit: "µs")), \(String(format: "%.2f×", row.ours.median / peer)))",
+                            row.ours.median <= peer))
+        }
+        if let set = row("set") {
+            targets.append(("set within 1.6× of the flock + append floor (\(String(format: "%.1f×", set.floorRatio ?? 0)))",
+                            (set.floorRatio ?? .infinity) <= 1.6))
+        }
+        if let contended = row("update_contended"), let peer = lmdb(contended) {
+            // At least LMDB's, or 0.75× of it when flock's own hand-over (the floor) is
+            // below LMDB's commits per second.
+            let floor = contended.floor?.median ?? .infinity
+            let needed = floor < peer ? 0.75 : 1
+            targets.append(("contended update ≥ \(needed == 1 ? "" : "0.75× ")LMDB's commits/s (\(format(contended.ours.median, unit: "/s")) vs \(format(peer, unit: "/s")), \(String(format: "%.2f×", contended.ours.median / peer)); the flock floor \(format(floor, unit: "/s")))",
+                            contended.ours.median >= needed * peer && verified))
+        }
+        if let notify = row("notify_1"), let floor = notify.floor?.median, floor > 0 {
+            targets.append(("notify_1 p50 ≤ 3× the bare inotify wake (\(format(notify.ours.median, unit: "µs")), \(String(format: "%.1f×", notify.ours.median / floor)))",
+                            notify.ours.median <= 3 * floor))
+        }
+        if let notify = row("notify_8") {
+            targets.append(("notify_8 p99 ≤ 1 ms (\(format(notify.ours.p99, unit: "µs")))", (notify.ours.p99 ?? .infinity) <= 1_000))
+        }
         // Only with --peers, beside the C program with LMDB; judged on the build the docs
         // recommend for widgets (static) when it was built.
         if let spawn = row("spawn_to_first_read"), let lmdb = spawn.peers?.first(where: { $0.peer == .lmdb })?.figure, lmdb.median > 0 {
