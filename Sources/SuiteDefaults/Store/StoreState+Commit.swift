@@ -175,8 +175,9 @@ extension StoreState {
         guard writable, let header, dataFile != nil else { return }
         files.removeStaleTemporaryFiles()
         let snapshot = contents.snapshot(timestamp: WallClock.nanosecondsSince1970(), pid: ProcessIdentity.id)
-        // A version 2 file stays version 2: its journal may hold a mirror's commits
-        // that history readers still need to see as such.
+        // A version 2 file stays version 2 even when its snapshot no longer needs it:
+        // a suite that a mirror writes to would otherwise be compacted again at the
+        // mirror's next commit.
         let keepsVersion2 = version2 || (try? dataFileVersion()) == 2
         let new = try files.writeNewDataFile(snapshot: snapshot, durable: durable, version2: keepsVersion2)
         let kept = historyLimit > 0 && keepAsHistory(endingAt: contents.lastSequence)
