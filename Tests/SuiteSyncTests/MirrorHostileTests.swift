@@ -54,6 +54,34 @@ struct MirrorHostileTests {
         #expect((try? JSONSerialization.jsonObject(with: state)) != nil)
     }
 
+    @Test func aStateFileRemovedUnderARunningSuiteSyncIsNotSharedWithASecondOne() async throws {
+        let cluster = try await EtcdCluster.start()
+        let client = try EtcdClient(configuration: EtcdConfiguration(endpoints: cluster.endpoints))
+        let machine = Machine("a", endpoints: cluster.endpoints, prefix: Self.prefix, suites: ["s"])
+        try machine.suite("s").set("one", forKey: "k")
+        let first = try await machine.start()
+        let statePath = machine.directory.url.appendingPathComponent(Self.stateFileName("s")).path
+        #expect(unlink(statePath) == 0)
+
+        // With the file gone, nothing is locked at its name: a second one starts...
+        let second = try ChildProcess(executable: Products.path("suite-sync"), arguments: machine.arguments)
+        defer { _ = second.kill() }
+        second.closeInput()
+        #expect(try await blocking { second.waitForLine(timeout: .seconds(20)) { $0.contains("\"watching\"") } } != nil,
+                "\(second.standardError)")
+        // ...but the first, at its next save, finds the new file locked and stops.
+        try machine.suite("s").set("two", forKey: "k")
+        let firstEnded = try await blocking { first.wait(timeout: .seconds(20)) }
+        #expect(firstEnded == .exited(3), "\(firstEnded.map(\.description) ?? "still running")")
+        #expect(first.standardError.contains("another suite-sync holds the new one"), "\(first.standardError)")
+        #expect(second.wait(timeout: .milliseconds(1)) == nil, "\(second.standardError)")
+        try await eventually(.seconds(20), "the change in etcd") {
+            try await etcdValues(client, prefix: Self.prefix).values["s/k"] == #""two""#
+        }
+        let state = try #require(FileManager.default.contents(atPath: statePath))
+        #expect((try? JSONSerialization.jsonObject(with: state)) != nil)
+    }
+
     @Test func aFIFOInPlaceOfTheStateFileIsRefusedWithoutHanging() async throws {
         let cluster = try await EtcdCluster.start()
         let machine = Machine("a", endpoints: cluster.endpoints, prefix: Self.prefix, suites: ["s"])

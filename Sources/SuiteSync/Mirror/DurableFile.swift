@@ -106,8 +106,34 @@ final class DurableFile {
         }
     }
 
+    /// Checks, before a save, that the file at `path` is still the one locked here. When
+    /// someone removed or replaced it, another mirror may have started since and locked
+    /// the new one: then this one stops rather than share it. A file put there by hand
+    /// and not locked is taken over (locked here, then replaced).
+    private func checkStillOurs() throws(Failure) {
+        var mine = stat(), current = stat()
+        guard fstat(descriptor, &mine) == 0 else { throw Failure(action: "inspect", path: path, code: errno) }
+        if lstat(path, &current) != 0 {
+            if errno == ENOENT { return }  // Removed: the save makes it again.
+            throw Failure(action: "inspect", path: path, code: errno)
+        }
+        if current.st_dev == mine.st_dev && current.st_ino == mine.st_ino { return }
+        let other = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
+        guard other >= 0 else { throw Failure(action: "open", path: path, code: errno) }
+        if flock(other, LOCK_EX | LOCK_NB) != 0 {
+            let code = errno
+            Glibc.close(other)
+            throw Failure(action: "save", path: path, code: code,
+                          detail: "it was replaced, and another suite-sync holds the new one; this one stops")
+        }
+        // Locked here until the rename replaces it; the old descriptor goes then.
+        Glibc.close(descriptor)
+        descriptor = other
+    }
+
     /// Replaces the file with `data`, owner-only (0600), and holds the lock on the new file.
     func replace(with data: Data) throws(Failure) {
+        try checkStillOurs()
         let temporary = temporaryPath
         // Whatever a killed mirror (or anyone) left at the temporary name goes first:
         // opening a FIFO there would block, a link would be refused.
