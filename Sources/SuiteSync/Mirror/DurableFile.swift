@@ -1,50 +1,150 @@
 import Foundation
 import Glibc
 
-/// The mirror's few system calls on its state files: reading one whole, and replacing
-/// one atomically and durably (a temporary file written and synced, renamed over the
-/// old one, and the directory synced), so that a process killed at any instant leaves
-/// either the old file or the new one, never a torn one.
-enum DurableFile {
+/// A mirror's state file, held open and locked for as long as the mirror runs, so
+/// that no second mirror of the same suite, prefix and directory (another
+/// `suite-sync`, or a `--once` beside a running one) shares it.
+///
+/// - **Opening** never blocks and never follows a link: `O_NOFOLLOW | O_NONBLOCK`, and
+///   the file must be a regular file (a FIFO, a socket or a device put in its place
+///   is refused, not waited on). Its size is checked before anything is read.
+/// - **The lock** is `flock(LOCK_EX | LOCK_NB)` on the open file: a second mirror is
+///   refused at once with a clear error, never made to wait. Since each save renames
+///   a new file over the old one, the new file is locked before the rename, and an
+///   opener that locked a file already renamed away (its inode is no longer the
+///   path's) tries again.
+/// - **Replacing** writes a temporary file (created afresh with `O_EXCL`, whatever was
+///   left at its name removed first), syncs it, renames it over the old one and syncs
+///   the directory, so that a process killed at any instant leaves either the old file
+///   or the new one, never a torn one.
+final class DurableFile {
     struct Failure: Error, CustomStringConvertible {
         let action: String
         let path: String
         let code: Int32
-        var description: String { "cannot \(action) \(path): \(String(cString: strerror(code)))" }
+        /// Says what happened instead of the system's text for `code`.
+        var detail: String?
+
+        init(action: String, path: String, code: Int32, detail: String? = nil) {
+            self.action = action
+            self.path = path
+            self.code = code
+            self.detail = detail
+        }
+
+        var description: String { "cannot \(action) \(path): \(detail ?? String(cString: strerror(code)))" }
     }
 
-    /// The file's bytes; nil when it does not exist.
-    static func read(_ path: String, limit: Int = 256 << 20) throws(Failure) -> Data? {
-        let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
-        if descriptor < 0 {
-            if errno == ENOENT { return nil }
-            throw Failure(action: "open", path: path, code: errno)
+    let path: String
+    let temporaryPath: String
+    private var descriptor: Int32
+
+    private init(path: String, temporaryPath: String, descriptor: Int32) {
+        self.path = path
+        self.temporaryPath = temporaryPath
+        self.descriptor = descriptor
+    }
+
+    deinit {
+        if descriptor >= 0 { Glibc.close(descriptor) }
+    }
+
+    /// Opens the file at `path`, creating it empty when absent, and locks it. Returns
+    /// it with its bytes: nil when it is empty (new, or created by a mirror killed
+    /// before its first save). `temporaryPath` is where `replace` writes.
+    static func openLocked(_ path: String, temporaryPath: String, limit: Int = 256 << 20) throws(Failure)
+        -> (file: DurableFile, contents: Data?) {
+        // A file renamed away between our open and our lock is opened again; each
+        // round needs another mirror's save in between, so a few are plenty.
+        for _ in 0..<100 {
+            let descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0o600)
+            guard descriptor >= 0 else {
+                let code = errno
+                if code == ELOOP { throw Failure(action: "open", path: path, code: code, detail: "it is a symbolic link") }
+                throw Failure(action: "open", path: path, code: code)
+            }
+            let file = DurableFile(path: path, temporaryPath: temporaryPath, descriptor: descriptor)
+            var status = stat()
+            guard fstat(descriptor, &status) == 0 else { throw Failure(action: "inspect", path: path, code: errno) }
+            guard status.st_mode & S_IFMT == S_IFREG else {
+                throw Failure(action: "use", path: path, code: EINVAL, detail: "it is not a regular file")
+            }
+            if flock(descriptor, LOCK_EX | LOCK_NB) != 0 {
+                let code = errno
+                if code == EWOULDBLOCK {
+                    throw Failure(action: "lock", path: path, code: code,
+                                  detail: "another suite-sync mirrors this suite under this prefix from this directory")
+                }
+                throw Failure(action: "lock", path: path, code: code)
+            }
+            var current = stat()
+            guard lstat(path, &current) == 0, current.st_dev == status.st_dev, current.st_ino == status.st_ino else {
+                continue  // Replaced (or removed) before we locked it: lock what is there now.
+            }
+            guard status.st_size <= off_t(limit) else {
+                throw Failure(action: "read", path: path, code: EFBIG,
+                              detail: "it holds \(status.st_size) bytes, more than a sync state ever needs (\(limit))")
+            }
+            return (file, try file.readAll(limit: limit))
         }
-        defer { close(descriptor) }
+        throw Failure(action: "lock", path: path, code: EAGAIN, detail: "it keeps being replaced by another process")
+    }
+
+    /// The file's bytes, read through the locked descriptor; nil when it is empty.
+    private func readAll(limit: Int) throws(Failure) -> Data? {
         var data = Data()
         var buffer = [UInt8](repeating: 0, count: 65536)
         while true {
-            let count = buffer.withUnsafeMutableBytes { Glibc.read(descriptor, $0.baseAddress, $0.count) }
+            let count = buffer.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, $0.count, off_t(data.count)) }
             if count < 0 {
                 if errno == EINTR { continue }
                 throw Failure(action: "read", path: path, code: errno)
             }
-            if count == 0 { return data }
+            if count == 0 { return data.isEmpty ? nil : data }
             data.append(contentsOf: buffer[0..<count])
-            if data.count > limit { throw Failure(action: "read (too large)", path: path, code: EFBIG) }
+            if data.count > limit { throw Failure(action: "read", path: path, code: EFBIG, detail: "it grew past \(limit) bytes") }
         }
     }
 
-    /// Replaces the file at `path` with `data`, owner-only (0600).
-    static func replace(_ path: String, with data: Data) throws(Failure) {
-        let temporary = path + ".tmp"
-        let descriptor = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0o600)
-        guard descriptor >= 0 else { throw Failure(action: "create", path: temporary, code: errno) }
+    /// Checks, before a save, that the file at `path` is still the one locked here. When
+    /// someone removed or replaced it, another mirror may have started since and locked
+    /// the new one: then this one stops rather than share it. A file put there by hand
+    /// and not locked is taken over (locked here, then replaced).
+    private func checkStillOurs() throws(Failure) {
+        var mine = stat(), current = stat()
+        guard fstat(descriptor, &mine) == 0 else { throw Failure(action: "inspect", path: path, code: errno) }
+        if lstat(path, &current) != 0 {
+            if errno == ENOENT { return }  // Removed: the save makes it again.
+            throw Failure(action: "inspect", path: path, code: errno)
+        }
+        if current.st_dev == mine.st_dev && current.st_ino == mine.st_ino { return }
+        let other = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
+        guard other >= 0 else { throw Failure(action: "open", path: path, code: errno) }
+        if flock(other, LOCK_EX | LOCK_NB) != 0 {
+            let code = errno
+            Glibc.close(other)
+            throw Failure(action: "save", path: path, code: code,
+                          detail: "it was replaced, and another suite-sync holds the new one; this one stops")
+        }
+        // Locked here until the rename replaces it; the old descriptor goes then.
+        Glibc.close(descriptor)
+        descriptor = other
+    }
+
+    /// Replaces the file with `data`, owner-only (0600), and holds the lock on the new file.
+    func replace(with data: Data) throws(Failure) {
+        try checkStillOurs()
+        let temporary = temporaryPath
+        // Whatever a killed mirror (or anyone) left at the temporary name goes first:
+        // opening a FIFO there would block, a link would be refused.
+        if unlink(temporary) != 0 && errno != ENOENT { throw Failure(action: "remove", path: temporary, code: errno) }
+        let created = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0o600)
+        guard created >= 0 else { throw Failure(action: "create", path: temporary, code: errno) }
         var failure: Failure?
         data.withUnsafeBytes { bytes in
             var offset = 0
             while offset < bytes.count {
-                let written = write(descriptor, bytes.baseAddress! + offset, bytes.count - offset)
+                let written = write(created, bytes.baseAddress! + offset, bytes.count - offset)
                 if written < 0 {
                     if errno == EINTR { continue }
                     failure = Failure(action: "write", path: temporary, code: errno)
@@ -53,21 +153,27 @@ enum DurableFile {
                 offset += written
             }
         }
-        if failure == nil && fsync(descriptor) != 0 { failure = Failure(action: "sync", path: temporary, code: errno) }
-        close(descriptor)
+        if failure == nil && fsync(created) != 0 { failure = Failure(action: "sync", path: temporary, code: errno) }
+        // Nobody else opens the temporary name to lock it, so this never waits.
+        if failure == nil && flock(created, LOCK_EX | LOCK_NB) != 0 { failure = Failure(action: "lock", path: temporary, code: errno) }
         if let failure {
+            Glibc.close(created)
             unlink(temporary)
             throw failure
         }
         guard rename(temporary, path) == 0 else {
             let code = errno
+            Glibc.close(created)
             unlink(temporary)
             throw Failure(action: "rename into", path: path, code: code)
         }
+        // The new file is the state now, and locked: the old one's lock may go.
+        Glibc.close(descriptor)
+        descriptor = created
         let directory = (path as NSString).deletingLastPathComponent
         let directoryDescriptor = open(directory.isEmpty ? "." : directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard directoryDescriptor >= 0 else { throw Failure(action: "open", path: directory, code: errno) }
-        defer { close(directoryDescriptor) }
+        defer { Glibc.close(directoryDescriptor) }
         guard fsync(directoryDescriptor) == 0 else { throw Failure(action: "sync", path: directory, code: errno) }
     }
 }

@@ -37,18 +37,37 @@ struct MirrorState: Codable, Equatable {
     /// so that neither the engine, `suite-defaults domains` nor directory observation
     /// takes it for one of theirs. At most 252 bytes for the longest suite name (224).
     static func fileName(suite: String, prefix: String) -> String {
+        suite + ".suite.sync-" + prefixHash(prefix)
+    }
+
+    /// Where a new state is written before it is renamed over the old one:
+    /// `NAME.suite.synctmp-HASH`, at most 255 bytes (a name's limit) for the longest
+    /// suite name, where `fileName + ".tmp"` would be 256 and could not be made.
+    static func temporaryFileName(suite: String, prefix: String) -> String {
+        suite + ".suite.synctmp-" + prefixHash(prefix)
+    }
+
+    private static func prefixHash(_ prefix: String) -> String {
         var hash: UInt64 = 0xcbf2_9ce4_8422_2325
         for byte in prefix.utf8 {
             hash ^= UInt64(byte)
             hash = hash &* 0x0000_0100_0000_01b3
         }
         let hex = String(hash, radix: 16)
-        return suite + ".suite.sync-" + String(repeating: "0", count: 16 - hex.count) + hex
+        return String(repeating: "0", count: 16 - hex.count) + hex
     }
 
-    /// The state in `path`; a fresh one when the file does not exist.
-    static func load(path: String, prefix: String) throws -> MirrorState {
-        guard let data = try DurableFile.read(path) else { return MirrorState(prefix: prefix) }
+    /// Opens and locks the state in `path` (see `DurableFile`): a fresh state when the
+    /// file is new or empty. Throws when another mirror holds it, or when it is not a
+    /// regular file, not readable, or another prefix's.
+    static func open(path: String, temporaryPath: String, prefix: String) throws -> (state: MirrorState, file: DurableFile) {
+        let (file, contents): (DurableFile, Data?)
+        do {
+            (file, contents) = try DurableFile.openLocked(path, temporaryPath: temporaryPath)
+        } catch {
+            throw MirrorFailure("the sync state: \(error)")
+        }
+        guard let data = contents else { return (MirrorState(prefix: prefix), file) }
         let state: MirrorState
         do {
             state = try JSONDecoder().decode(MirrorState.self, from: data)
@@ -59,14 +78,14 @@ struct MirrorState: Codable, Equatable {
         guard state.prefix == prefix else {
             throw MirrorFailure("the sync state \(path) belongs to the prefix \(state.prefix), not \(prefix)")
         }
-        return state
+        return (state, file)
     }
 
-    /// Writes the state to `path`, atomically and durably.
-    func save(path: String) throws {
+    /// Writes the state to its file, atomically and durably, keeping it locked.
+    func save(to file: DurableFile) throws {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
-        try DurableFile.replace(path, with: try encoder.encode(self))
+        try file.replace(with: try encoder.encode(self))
     }
 }
 

@@ -65,6 +65,7 @@ public final class SuiteMirror: Sendable {
         let engine = try MirrorEngine(mirror: self, inbox: continuation)
         defer { engine.stop() }
         report(.started(suites: engine.sides.count, prefix: engine.keys.prefix))
+        for name in engine.order { try await engine.resolvePending(engine.sides[name]!) }
         var revision = try await engine.reconcileAll()
         if once { return }
         engine.startWatch(from: revision + 1)
@@ -105,14 +106,15 @@ enum MirrorInput: Sendable {
 /// order they changed.
 final class MirrorSide {
     let suite: Suite
-    let statePath: String
+    /// The state file, open and locked while the mirror runs.
+    let stateFile: DurableFile
     var state: MirrorState
     var dirty: [String] = []
     var dirtySet: Set<String> = []
 
-    init(suite: Suite, statePath: String, state: MirrorState) {
+    init(suite: Suite, stateFile: DurableFile, state: MirrorState) {
         self.suite = suite
-        self.statePath = statePath
+        self.stateFile = stateFile
         self.state = state
     }
 
@@ -120,7 +122,7 @@ final class MirrorSide {
 
     func save() throws {
         do {
-            try state.save(path: statePath)
+            try state.save(to: stateFile)
         } catch {
             throw MirrorFailure("cannot write the sync state of \(name): \(error)")
         }
@@ -156,7 +158,9 @@ final class MirrorEngine {
             let suite = try Suite(named: name, directory: directory)
             guard sides[suite.name] == nil else { continue }
             let path = suite.directory.path + "/" + MirrorState.fileName(suite: suite.name, prefix: keys.prefix)
-            let side = MirrorSide(suite: suite, statePath: path, state: try MirrorState.load(path: path, prefix: keys.prefix))
+            let temporaryPath = suite.directory.path + "/" + MirrorState.temporaryFileName(suite: suite.name, prefix: keys.prefix)
+            let (state, file) = try MirrorState.open(path: path, temporaryPath: temporaryPath, prefix: keys.prefix)
+            let side = MirrorSide(suite: suite, stateFile: file, state: state)
             sides[suite.name] = side
             order.append(suite.name)
             // Observed before anything is read, so that no change falls between.
@@ -168,7 +172,6 @@ final class MirrorEngine {
                 if change.kind != .commit || !change.isMirrored { inbox.yield(.local(suite: suiteName, key: change.key)) }
             }))
         }
-        for name in order { try resolvePending(sides[name]!) }
     }
 
     func stop() {
@@ -207,13 +210,13 @@ final class MirrorEngine {
     /// (the local value is the pending one), not applied (the local value is the
     /// base: apply it now), or overtaken by a local change (keep it; the base becomes
     /// the remote value, so that the local change is sent).
-    func resolvePending(_ side: MirrorSide) throws {
+    func resolvePending(_ side: MirrorSide) async throws {
         guard !side.state.pending.isEmpty else { return }
         for (key, remote) in side.state.pending.sorted(by: { $0.key < $1.key }) {
             let base = side.state.base[key]?.value
             let local = side.local(key)?.text
             if local != remote.value && local == base {
-                try applyLocally(side, [(key, remote.value)], expecting: [key: base])
+                try await applyLocally(side, [(key, remote.value)], expecting: [key: base])
             }
             side.state.base[key] = remote
         }
@@ -223,27 +226,46 @@ final class MirrorEngine {
 
     /// Applies remote values in one mirrored transaction, each only where the local
     /// value is still `expecting[key]`. Returns the keys applied and those refused.
+    ///
+    /// A suite whose lock another process holds past the lock timeout (a stopped or
+    /// stuck app) is tried again, waiting longer each time, until it is free: the
+    /// change stays written ahead in `pending` meanwhile, and the mirror neither
+    /// stops nor skips it.
     @discardableResult
     func applyLocally(_ side: MirrorSide, _ changes: [(key: String, text: String?)], expecting: [String: String?])
-        throws -> (applied: Set<String>, refused: Set<String>) {
-        do {
-            return try side.suite.updateAsMirror { tx in
-                var applied: Set<String> = []
-                var refused: Set<String> = []
-                for (key, text) in changes {
-                    let current = tx.storedValue(forKey: key).map { $0.jsonText(style: .typed) }
-                    guard current == (expecting[key] ?? nil) else { continue }
-                    do {
-                        try tx.setValue(try text.map { try SuiteValue(jsonText: $0) }, forKey: key)
-                        applied.insert(key)
-                    } catch {
-                        refused.insert(key)
-                    }
-                }
-                return (applied, refused)
+        async throws -> (applied: Set<String>, refused: Set<String>) {
+        var delay = Duration.milliseconds(50)
+        var reported = false
+        while true {
+            do {
+                return try applyLocallyOnce(side, changes, expecting: expecting)
+            } catch let error as SuiteError where error.code == .lockTimeout {
+                if !reported { report(.error("cannot write to \(side.name): \(error.message); retrying")) }
+                reported = true
+                try await Task.sleep(for: delay)
+                delay = min(delay * 2, .seconds(2))
+            } catch {
+                throw MirrorFailure("cannot write to \(side.name): \(error)")
             }
-        } catch {
-            throw MirrorFailure("cannot write to \(side.name): \(error)")
+        }
+    }
+
+    private func applyLocallyOnce(_ side: MirrorSide, _ changes: [(key: String, text: String?)], expecting: [String: String?])
+        throws -> (applied: Set<String>, refused: Set<String>) {
+        try side.suite.updateAsMirror { tx in
+            var applied: Set<String> = []
+            var refused: Set<String> = []
+            for (key, text) in changes {
+                let current = tx.storedValue(forKey: key).map { $0.jsonText(style: .typed) }
+                guard current == (expecting[key] ?? nil) else { continue }
+                do {
+                    try tx.setValue(try text.map { try SuiteValue(jsonText: $0) }, forKey: key)
+                    applied.insert(key)
+                } catch {
+                    refused.insert(key)
+                }
+            }
+            return (applied, refused)
         }
     }
 
@@ -317,7 +339,7 @@ final class MirrorEngine {
             side.state.pending = Dictionary(toApply.map { ($0.key, MirrorState.Entry(value: $0.text, modRevision: $0.modRevision)) },
                                             uniquingKeysWith: { $1 })
             try side.save()
-            let (done, refused) = try applyLocally(side, toApply.map { ($0.key, $0.text) }, expecting: expecting)
+            let (done, refused) = try await applyLocally(side, toApply.map { ($0.key, $0.text) }, expecting: expecting)
             for change in toApply {
                 if done.contains(change.key) {
                     side.state.base[change.key] = MirrorState.Entry(value: change.text, modRevision: change.modRevision)
@@ -382,7 +404,7 @@ final class MirrorEngine {
                         report(.error("\(side.name) \(key): a create-only transaction failed on an absent key at \(revision)"))
                         return false
                     }
-                    try takeRemote(side, key, keyValue, replacingDefault: local.text)
+                    try await takeRemote(side, key, keyValue, replacingDefault: local.text)
                 }
             } else if let local {
                 let revision = try await retrying("sending \(side.name) \(key)") { () async throws(EtcdError) in
@@ -414,7 +436,7 @@ final class MirrorEngine {
 
     /// A create-only send found a value in etcd: it replaces the local default, unless
     /// the local value changed since (then that value is sent next, and wins).
-    func takeRemote(_ side: MirrorSide, _ key: String, _ keyValue: EtcdKeyValue, replacingDefault defaultText: String) throws {
+    func takeRemote(_ side: MirrorSide, _ key: String, _ keyValue: EtcdKeyValue, replacingDefault defaultText: String) async throws {
         let text: String
         switch MirrorKeys.canonicalText(of: keyValue.value, maximumValueSize: side.suite.options.maximumValueSize) {
         case .success(let canonical): text = canonical
@@ -425,7 +447,7 @@ final class MirrorEngine {
         let entry = MirrorState.Entry(value: text, modRevision: keyValue.modRevision)
         side.state.pending[key] = entry
         try side.save()
-        let (done, refused) = try applyLocally(side, [(key, text)], expecting: [key: defaultText])
+        let (done, refused) = try await applyLocally(side, [(key, text)], expecting: [key: defaultText])
         side.state.pending[key] = nil
         side.state.base[key] = entry
         try side.save()
@@ -506,7 +528,7 @@ final class MirrorEngine {
             try side.save()
             var expecting: [String: String?] = [:]
             for change in changes { expecting[change.key] = side.state.base[change.key]?.value }
-            let (done, refused) = try applyLocally(side, changes.map { ($0.key, $0.entry.value) }, expecting: expecting)
+            let (done, refused) = try await applyLocally(side, changes.map { ($0.key, $0.entry.value) }, expecting: expecting)
             for change in changes {
                 side.state.pending[change.key] = nil
                 if refused.contains(change.key) {

@@ -1,0 +1,147 @@
+import ChildProcess
+import Foundation
+import Glibc
+@_spi(Tools) import SuiteDefaults
+import SuiteSync
+import Testing
+import TestSupport
+
+/// `suite-sync` against what a hostile or careless neighbour does to its files and its
+/// suite: a second `suite-sync` on the same state, a FIFO where the state goes, the
+/// longest suite name, an app stopped while it holds the suite's lock.
+@Suite("suite-sync against hostile local conditions", .needsEtcd, .serialized)
+struct MirrorHostileTests {
+    static let prefix = "/suite-defaults/hostile"
+
+    /// The state file's name for `suite` under `prefix`, as `MirrorState` makes it.
+    static func stateFileName(_ suite: String, prefix: String = Self.prefix) -> String {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in prefix.utf8 {
+            hash ^= UInt64(byte)
+            hash = hash &* 0x0000_0100_0000_01b3
+        }
+        let hex = String(hash, radix: 16)
+        return suite + ".suite.sync-" + String(repeating: "0", count: 16 - hex.count) + hex
+    }
+
+    @Test func aSecondSuiteSyncOnTheSameSuiteAndPrefixIsRefusedAndTheFirstGoesOn() async throws {
+        let cluster = try await EtcdCluster.start()
+        let client = try EtcdClient(configuration: EtcdConfiguration(endpoints: cluster.endpoints))
+        let machine = Machine("a", endpoints: cluster.endpoints, prefix: Self.prefix, suites: ["s"])
+        try machine.suite("s").set("one", forKey: "k")
+        let first = try await machine.start()
+
+        // Another daemon, and a --once, on the same suite, prefix and directory: refused
+        // at once, naming the reason, never sharing the state file.
+        for extra in [[], ["--once"]] {
+            let second = try await blocking { try run(program: "suite-sync", machine.arguments + extra, within: .seconds(20)) }
+            #expect(second.status == .exited(3), "\(extra): \(second.status.map(\.description) ?? "still running"); \(second.errors)")
+            #expect(second.errors.contains("another suite-sync mirrors this suite"), "\(second.errors)")
+        }
+        // Another prefix has a state file of its own, and is not refused.
+        let otherArguments = machine.arguments.map { $0 == Self.prefix ? Self.prefix + "-other" : $0 } + ["--once"]
+        let otherRun = try await blocking { try run(program: "suite-sync", otherArguments, within: .seconds(20)) }
+        #expect(otherRun.status == .exited(0), "\(otherRun.errors)")
+
+        // The first is unharmed: it still sends, and its state file is whole.
+        #expect(first.wait(timeout: .milliseconds(1)) == nil)
+        try machine.suite("s").set("two", forKey: "k")
+        try await eventually(.seconds(20), "the first suite-sync sending") {
+            try await etcdValues(client, prefix: Self.prefix).values["s/k"] == #""two""#
+        }
+        let state = try #require(FileManager.default.contents(atPath: machine.directory.url
+            .appendingPathComponent(Self.stateFileName("s")).path))
+        #expect((try? JSONSerialization.jsonObject(with: state)) != nil)
+    }
+
+    @Test func aStateFileRemovedUnderARunningSuiteSyncIsNotSharedWithASecondOne() async throws {
+        let cluster = try await EtcdCluster.start()
+        let client = try EtcdClient(configuration: EtcdConfiguration(endpoints: cluster.endpoints))
+        let machine = Machine("a", endpoints: cluster.endpoints, prefix: Self.prefix, suites: ["s"])
+        try machine.suite("s").set("one", forKey: "k")
+        let first = try await machine.start()
+        let statePath = machine.directory.url.appendingPathComponent(Self.stateFileName("s")).path
+        #expect(unlink(statePath) == 0)
+
+        // With the file gone, nothing is locked at its name: a second one starts...
+        let second = try ChildProcess(executable: Products.path("suite-sync"), arguments: machine.arguments)
+        defer { _ = second.kill() }
+        second.closeInput()
+        #expect(try await blocking { second.waitForLine(timeout: .seconds(20)) { $0.contains("\"watching\"") } } != nil,
+                "\(second.standardError)")
+        // ...but the first, at its next save, finds the new file locked and stops.
+        try machine.suite("s").set("two", forKey: "k")
+        let firstEnded = try await blocking { first.wait(timeout: .seconds(20)) }
+        #expect(firstEnded == .exited(3), "\(firstEnded.map(\.description) ?? "still running")")
+        #expect(first.standardError.contains("another suite-sync holds the new one"), "\(first.standardError)")
+        #expect(second.wait(timeout: .milliseconds(1)) == nil, "\(second.standardError)")
+        try await eventually(.seconds(20), "the change in etcd") {
+            try await etcdValues(client, prefix: Self.prefix).values["s/k"] == #""two""#
+        }
+        let state = try #require(FileManager.default.contents(atPath: statePath))
+        #expect((try? JSONSerialization.jsonObject(with: state)) != nil)
+    }
+
+    @Test func aFIFOInPlaceOfTheStateFileIsRefusedWithoutHanging() async throws {
+        let cluster = try await EtcdCluster.start()
+        let machine = Machine("a", endpoints: cluster.endpoints, prefix: Self.prefix, suites: ["s"])
+        try machine.suite("s").set("one", forKey: "k")
+        let statePath = machine.directory.url.appendingPathComponent(Self.stateFileName("s")).path
+        #expect(mkfifo(statePath, 0o600) == 0)
+        let refused = try await blocking { try run(program: "suite-sync", machine.arguments + ["--once"], within: .seconds(20)) }
+        #expect(refused.status == .exited(3), "\(refused.status.map(\.description) ?? "hung"); \(refused.errors)")
+        #expect(refused.errors.contains("not a regular file"), "\(refused.errors)")
+        // Left as it was.
+        var status = stat()
+        #expect(lstat(statePath, &status) == 0 && status.st_mode & S_IFMT == S_IFIFO)
+
+        // A FIFO (or anything) left where the new state is written first is no obstacle.
+        #expect(unlink(statePath) == 0)
+        let temporaryPath = machine.directory.url
+            .appendingPathComponent(Self.stateFileName("s").replacingOccurrences(of: ".suite.sync-", with: ".suite.synctmp-")).path
+        #expect(mkfifo(temporaryPath, 0o600) == 0)
+        let taken = try await blocking { try run(program: "suite-sync", machine.arguments + ["--once"], within: .seconds(20)) }
+        #expect(taken.status == .exited(0), "\(taken.status.map(\.description) ?? "hung"); \(taken.errors)")
+        #expect(FileManager.default.fileExists(atPath: statePath))
+    }
+
+    @Test func aSuiteWithTheLongestNameIsMirrored() async throws {
+        let cluster = try await EtcdCluster.start()
+        let client = try EtcdClient(configuration: EtcdConfiguration(endpoints: cluster.endpoints))
+        let name = String(repeating: "n", count: 224)
+        let machine = Machine("a", endpoints: cluster.endpoints, prefix: Self.prefix, suites: [name])
+        try machine.suite(name).set("one", forKey: "k")
+        let once = try await blocking { try run(program: "suite-sync", machine.arguments + ["--once"], within: .seconds(20)) }
+        #expect(once.status == .exited(0), "\(once.errors)")
+        #expect(try await etcdValues(client, prefix: Self.prefix).values["\(name)/k"] == #""one""#)
+        #expect(FileManager.default.fileExists(atPath: machine.directory.url.appendingPathComponent(Self.stateFileName(name)).path))
+    }
+
+    @Test func aStoppedAppHoldingTheLockDelaysAnApplyButNeitherStopsNorLosesIt() async throws {
+        let cluster = try await EtcdCluster.start()
+        let client = try EtcdClient(configuration: EtcdConfiguration(endpoints: cluster.endpoints))
+        let machine = Machine("a", endpoints: cluster.endpoints, prefix: Self.prefix, suites: ["s"])
+        try machine.suite("s").set("one", forKey: "k")
+        let mirror = try await machine.start()
+
+        let holder = try startWorker("hold-lock", at: machine.directory.url, suite: "s")
+        defer { _ = holder.kill() }
+        holder.expectLine(startingWith: "holding")
+        holder.signal(SIGSTOP)
+        try await client.put(bytes("\(Self.prefix)/s/remote"), value: bytes(#""from etcd""#))
+
+        // The suite's lock times out (2 s): suite-sync says so, and keeps trying.
+        let said = try await blocking {
+            mirror.waitForLine(timeout: .seconds(20)) { $0.contains("\"error\"") && $0.contains("retrying") }
+        }
+        #expect(said != nil, "\(mirror.lines.suffix(5)); \(mirror.standardError)")
+        #expect(mirror.wait(timeout: .seconds(3)) == nil, "suite-sync stopped: \(mirror.standardError)")
+
+        // Once the holder is gone, the change is applied.
+        _ = holder.kill()
+        try await eventually(.seconds(20), "the remote change applied", describe: { "\(mirror.lines.suffix(3))" }) {
+            try machine.values("s")["remote"] == #""from etcd""#
+        }
+        #expect(mirror.wait(timeout: .milliseconds(1)) == nil)
+    }
+}
