@@ -17,6 +17,8 @@ struct ScenarioResult: Sendable {
     var figures: [(String, Int)] = []
     /// What went wrong, when an invariant failed (ours only; Foundation is expected to fail).
     var failures: [String] = []
+    /// Why the scenario did not run (sync without etcd); it then passes.
+    var skipped: String?
 
     /// A result of this library, or of Foundation's UserDefaults run beside it.
     init(scenario: String, foundation: Bool = false) {
@@ -33,6 +35,7 @@ struct ScenarioResult: Sendable {
 
     var line: String {
         let name = isOurs ? scenario : "\(scenario) (\(subject))"
+        if let skipped { return "\(name): skipped: \(skipped)" }
         var text = "\(name): \(operations) ops, \(lost) lost, \(torn) torn, \(errors) errors, \(String(format: "%.2f", seconds)) s"
         if crashed > 0 { text += ", \(crashed) crashed" }
         if !figures.isEmpty { text += " [" + figures.map { "\($0.0) \($0.1)" }.joined(separator: ", ") + "]" }
@@ -47,6 +50,7 @@ struct ScenarioResult: Sendable {
             "failures": .array(failures.map { .string($0) }),
         ]
         for (name, value) in figures { object[name] = .integer(value) }
+        if let skipped { object["skipped"] = .string(skipped) }
         return .dictionary(object)
     }
 
