@@ -148,6 +148,9 @@ public final class LocalEtcd: @unchecked Sendable {
         try waitUntilReady(index, timeout: timeout)
     }
 
+    /// The process ids of the running members.
+    public var processIDs: [pid_t] { lock.withLock { processes.compactMap { $0?.pid } } }
+
     /// Whether member `index` runs.
     public func isRunning(_ index: Int) -> Bool { lock.withLock { processes[index] != nil } }
 
