@@ -62,8 +62,12 @@ struct ScenarioResult: Sendable {
         figures.append((name, value))
     }
 
+    /// Figures that say how a round was set up, not what it counted: rounds keep the first's.
+    static let settings: Set<String> = ["seed", "machines", "members"]
+
     /// Adds a further round of the same scenario (`--duration`): counts and times add
-    /// up, a `slowest_…` figure keeps the larger, the `seed` keeps the first round's.
+    /// up, a `slowest_…` figure keeps the larger, the settings (`seed`, sync's `machines`
+    /// and `members`) keep the first round's.
     mutating func absorb(_ round: ScenarioResult) {
         operations += round.operations
         lost += round.lost
@@ -73,7 +77,7 @@ struct ScenarioResult: Sendable {
         seconds += round.seconds
         for (index, (name, value)) in figures.enumerated() {
             guard let other = round.figures.first(where: { $0.0 == name })?.1 else { continue }
-            figures[index].1 = name == "seed" ? value : name.hasPrefix("slowest_") ? max(value, other) : value + other
+            figures[index].1 = Self.settings.contains(name) ? value : name.hasPrefix("slowest_") ? max(value, other) : value + other
         }
         for failure in round.failures { fail(failure) }
     }
