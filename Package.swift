@@ -45,6 +45,10 @@ let package = Package(
         // line output, temporary directories, a clock and a seeded generator.
         .target(name: "ToolSupport", dependencies: ["SuiteDefaults"]),
 
+        // A throwaway etcd on loopback (one member or a cluster, data in a temporary
+        // directory, always reaped) for suite-stress sync, suite-bench's sync rows and sync-demo.
+        .target(name: "LocalEtcd", dependencies: ["ChildProcess"]),
+
         // The jobs worker processes do on a store, this library's suite or Foundation's
         // UserDefaults, for suite-stress, suite-bench and the test worker.
         .target(name: "WorkerRoles", dependencies: ["SuiteDefaults", "UnitPreferences", "ToolSupport"]),
@@ -85,19 +89,21 @@ let package = Package(
         // Prints the changes of suites as they happen, from any process.
         .executableTarget(name: "suite-watch", dependencies: ["SuiteDefaults", "ChildProcess", "ToolSupport"]),
 
-        // Concurrency, crash and fault-injection runs over real processes.
+        // Concurrency, crash and fault-injection runs over real processes. Its sync
+        // scenario starts suite-sync, a dependency so that building suite-stress builds it.
         .executableTarget(name: "suite-stress",
-                          dependencies: ["SuiteDefaults", "UnitPreferences", "ChildProcess", "ToolSupport", "WorkerRoles"]),
+                          dependencies: ["SuiteDefaults", "UnitPreferences", "ChildProcess", "ToolSupport", "WorkerRoles",
+                                         "LocalEtcd", "suite-sync"]),
 
         // A widget's start-up: opens a suite, prints one value, exits. It links only the
         // store, so that it loads only what a widget that needs the store must load.
         .executableTarget(name: "suite-first-read", dependencies: ["SuiteDefaults"]),
 
         // This library beside Foundation's UserDefaults and the system-call floor. It starts
-        // suite-first-read, a dependency so that building suite-bench builds it beside it.
+        // suite-first-read and suite-sync, dependencies so that building suite-bench builds them beside it.
         .executableTarget(name: "suite-bench",
                           dependencies: ["SuiteDefaults", "ChildProcess", "CSuiteDefaults", "ToolSupport", "WorkerRoles",
-                                         "suite-first-read"]),
+                                         "LocalEtcd", "suite-first-read", "suite-sync"]),
 
         // Examples: an app family sharing one suite, and the demo that runs it.
         .target(name: "FitnessShared", dependencies: ["SuiteDefaults", "UnitPreferences", "ChildProcess", "ToolSupport"],
@@ -113,6 +119,15 @@ let package = Package(
             dependencies: ["ChildProcess", "FitnessShared", "SuiteDefaults", "UnitPreferences", "ToolSupport",
                            "fitness-app", "distance-widget", "weight-widget", "price-ticker"],
             path: "Examples/suite-demo"
+        ),
+
+        // Two machines, each with the app and two widgets, following each other through a
+        // local etcd and two suite-sync processes.
+        .executableTarget(
+            name: "sync-demo",
+            dependencies: ["ChildProcess", "FitnessShared", "SuiteDefaults", "UnitPreferences", "ToolSupport", "LocalEtcd",
+                           "fitness-app", "distance-widget", "weight-widget", "suite-sync"],
+            path: "Examples/sync-demo"
         ),
 
         // SuiteUserDefaults: the seed article's App Group code, ported by changing one type name.
@@ -143,7 +158,7 @@ let package = Package(
         .testTarget(
             name: "ExamplesTests",
             dependencies: ["ChildProcess", "TestSupport", "SuiteDefaults", "UnitPreferences", "FitnessShared",
-                           "fitness-app", "distance-widget", "weight-widget", "price-ticker", "suite-demo"]
+                           "fitness-app", "distance-widget", "weight-widget", "price-ticker", "suite-demo", "sync-demo"]
         ),
         // The C interface from C and Python processes: the exports against the header, every
         // call's statuses, Swift and C processes sharing a suite, the C and Python widgets.

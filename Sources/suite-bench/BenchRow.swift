@@ -65,7 +65,7 @@ struct BenchRow: Sendable {
 
     var kind: Kind {
         switch name {
-        case "update_contended": .throughput
+        case "update_contended", "sync_throughput": .throughput
         case "memory": .memory
         case "notify_cpu": .cpu
         default: .time

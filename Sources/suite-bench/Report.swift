@@ -18,7 +18,7 @@ enum Report {
     }
 
     static func format(_ value: Double?, unit: String) -> String {
-        guard let value else { return "—" }
+        guard let value, value.isFinite else { return "—" }
         let number = value >= 1_000 ? String(format: "%.0f", value) : value >= 10 ? String(format: "%.1f", value) : String(format: "%.2f", value)
         return number + " " + unit
     }
@@ -165,6 +165,13 @@ enum Report {
             let ratio = ours.median / lmdb.median
             targets.append(("widget from posix_spawn to first value ≤ 3× a C program with LMDB (\(build): \(format(ours.median, unit: "µs")) vs \(format(lmdb.median, unit: "µs")), \(String(format: "%.2f×", ratio)))",
                             ratio <= 3))
+        }
+        // Sync through etcd (issue #15), where etcd is installed.
+        if let sync = row("sync_latency"), sync.ours.median.isFinite {
+            let p99 = sync.ours.p99 ?? .infinity
+            targets.append((String(format: "sync from a set on machine A to an observer on machine B through etcd: p50 ≤ 5 ms, p99 ≤ 20 ms (%.2f ms, %.2f ms)",
+                                   sync.ours.median / 1_000, p99 / 1_000),
+                            sync.ours.median <= 5_000 && p99 <= 20_000))
         }
         return targets
     }

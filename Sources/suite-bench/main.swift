@@ -72,6 +72,8 @@ do {
     rows.append(try bench.durableRow())
     progress("memory")
     rows.append(try bench.memoryRow())
+    progress("sync through etcd")
+    rows += try bench.syncRows()
     if options.peers { try bench.addPeers(to: &rows, verified: &verified, progress: progress) }
 } catch {
     try? FileManager.default.removeItem(at: root)
@@ -84,6 +86,8 @@ if options.json {
 } else {
     print("suite-bench\(options.quick ? " --quick" : ""), \(machine)\n")
     print(Report.table(rows))
+    // Rows that could not measure (sync without etcd) say why.
+    for row in rows where !row.ours.median.isFinite { print("\(row.name): \(row.note)") }
     if options.peers {
         print("\nPeers:")
         for note in Report.peerNotes(rows) { print("  \(note)") }

@@ -17,6 +17,8 @@ struct ScenarioResult: Sendable {
     var figures: [(String, Int)] = []
     /// What went wrong, when an invariant failed (ours only; Foundation is expected to fail).
     var failures: [String] = []
+    /// Why the scenario did not run (sync without etcd); it then passes.
+    var skipped: String?
 
     /// A result of this library, or of Foundation's UserDefaults run beside it.
     init(scenario: String, foundation: Bool = false) {
@@ -33,6 +35,7 @@ struct ScenarioResult: Sendable {
 
     var line: String {
         let name = isOurs ? scenario : "\(scenario) (\(subject))"
+        if let skipped { return "\(name): skipped: \(skipped)" }
         var text = "\(name): \(operations) ops, \(lost) lost, \(torn) torn, \(errors) errors, \(String(format: "%.2f", seconds)) s"
         if crashed > 0 { text += ", \(crashed) crashed" }
         if !figures.isEmpty { text += " [" + figures.map { "\($0.0) \($0.1)" }.joined(separator: ", ") + "]" }
@@ -47,6 +50,7 @@ struct ScenarioResult: Sendable {
             "failures": .array(failures.map { .string($0) }),
         ]
         for (name, value) in figures { object[name] = .integer(value) }
+        if let skipped { object["skipped"] = .string(skipped) }
         return .dictionary(object)
     }
 
@@ -58,8 +62,12 @@ struct ScenarioResult: Sendable {
         figures.append((name, value))
     }
 
+    /// Figures that say how a round was set up, not what it counted: rounds keep the first's.
+    static let settings: Set<String> = ["seed", "machines", "members"]
+
     /// Adds a further round of the same scenario (`--duration`): counts and times add
-    /// up, a `slowest_…` figure keeps the larger, the `seed` keeps the first round's.
+    /// up, a `slowest_…` figure keeps the larger, the settings (`seed`, sync's `machines`
+    /// and `members`) keep the first round's.
     mutating func absorb(_ round: ScenarioResult) {
         operations += round.operations
         lost += round.lost
@@ -69,7 +77,7 @@ struct ScenarioResult: Sendable {
         seconds += round.seconds
         for (index, (name, value)) in figures.enumerated() {
             guard let other = round.figures.first(where: { $0.0 == name })?.1 else { continue }
-            figures[index].1 = name == "seed" ? value : name.hasPrefix("slowest_") ? max(value, other) : value + other
+            figures[index].1 = Self.settings.contains(name) ? value : name.hasPrefix("slowest_") ? max(value, other) : value + other
         }
         for failure in round.failures { fail(failure) }
     }

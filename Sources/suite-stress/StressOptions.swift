@@ -13,15 +13,21 @@ struct StressOptions: Sendable {
     var json: Bool
     var againstFoundation: Bool
     var quick: Bool
+    /// sync: machines (suite directories, each with its own suite-sync), etcd members,
+    /// and SIGKILLs of suite-sync processes.
+    var machines: Int?
+    var members: Int?
+    var kills: Int?
 
     static let syntax = CommandLineSyntax(
         synopsis: ["suite-stress SCENARIO [--processes N] [--threads T] [--iterations K] [--duration S]",
                    "                      [--dir DIR] [--json] [--against foundation]",
+                   "suite-stress sync [--machines N] [--members M] [--kills K] [--iterations K] [--json]",
                    "suite-stress all [--quick] [--json]"],
         arguments: [
             CommandLineArgument("SCENARIO", help: """
                 counter, distinct-keys, first-access, readers, crash, corrupt, notify, disk-full, fuzz,
-                fork, hostile; all runs every one
+                fork, hostile, sync (needs etcd); all runs every one
                 """),
         ],
         options: [
@@ -36,10 +42,14 @@ struct StressOptions: Sendable {
             .flag("--json", help: "one JSON object instead of the lines"),
             .value("--against", "foundation", help: "runs the scenario on Foundation's UserDefaults too"),
             .flag("--quick", help: "smaller counts, for a smoke run"),
+            .value("--machines", "N", help: "sync: machines, each a suite directory with its own suite-sync and writer"),
+            .value("--members", "M", help: "sync: etcd members (default 1); with 3 or more, the leader is killed midway"),
+            .value("--kills", "K", help: "sync: suite-sync processes SIGKILLed (and restarted) at random instants"),
         ],
         notes: """
             Each ends with one line: SCENARIO: OPS ops, LOST lost, TORN torn, ERRORS errors, SECONDS s
-            The exit status is 1 when an invariant failed, 2 for a usage error.
+            The exit status is 1 when an invariant failed, 2 for a usage error. Where etcd is not
+            installed, sync says "skipped" and counts as passed.
             """
     )
 
@@ -50,6 +60,9 @@ struct StressOptions: Sendable {
         processes = try positive("--processes")
         threads = try positive("--threads")
         iterations = try positive("--iterations")
+        machines = try positive("--machines")
+        members = try positive("--members")
+        kills = try commandLine.value("--kills", { Int($0).flatMap { $0 >= 0 ? $0 : nil } }, else: "--kills needs a number")
         duration = try commandLine.value("--duration", { Double($0).flatMap { $0 > 0 ? $0 : nil } }, else: "--duration needs seconds")
         directory = commandLine.value("--dir").map { URL(fileURLWithPath: $0, isDirectory: true) }
         json = commandLine.isSet("--json")

@@ -110,6 +110,9 @@ extension Worker {
                 }
             }
 
+        case "sync-writer":
+            runSyncWriter()
+
         case "try-set":
             Output.line(open(suiteName).trySet(.string(String(repeating: "y", count: number("size"))), forKey: string("key")))
 
@@ -123,6 +126,38 @@ extension Worker {
         default:
             ToolError(status: 3, message: "unknown role \(role)").exit()
         }
+    }
+
+    /// sync scenario: after "go", writes until a line arrives on standard input, in turn
+    /// to the shared keys "shared.0" ... (--shared S) and to this machine's own keys
+    /// PREFIX.0 ... (--keys K), at random, each value "PREFIX-N" (so every value names its
+    /// writer and is written once); every 13th write is a removal. Acknowledges each
+    /// write once it returned: "ack N KEY VALUE", "-" for a removal. --pause-micros
+    /// between writes.
+    private func runSyncWriter() {
+        let suite = open(suiteName)
+        let prefix = string("prefix"), own = number("keys"), shared = number("shared")
+        let pause = UInt32(number("pause-micros", default: 0))
+        var random = SplitMix64(seed: UInt64(number("seed", default: Int(getpid()))))
+        var written = 0, errors = 0
+        readyThenWaitForGo()
+        while !hasInput {
+            let isShared = random.next() % 2 == 0
+            let key = isShared ? "shared.\(random.next() % UInt64(shared))" : "\(prefix).\(random.next() % UInt64(own))"
+            let removes = written % 13 == 12
+            let value = "\(prefix)-\(written)"
+            do {
+                if removes { try suite.setValue(nil, forKey: key) } else { try suite.set(value, forKey: key) }
+                Output.line("ack \(written) \(key) \(removes ? "-" : value)")
+                written += 1
+            } catch {
+                errors += 1
+                Output.line("error \(errorReport(error))")
+                usleep(1_000)
+            }
+            if pause > 0 { usleep(pause) }
+        }
+        Output.line("done \(written) errors \(errors)")
     }
 
     /// Counts the change notifications UserDefaults delivers, for --duration-ms.

@@ -22,7 +22,7 @@ struct Worker: Sendable {
         arguments: [CommandLineArgument("ROLE", help: """
             increment, write-keys, ack-loop, getter, setter, invariant-writer, invariant-reader
             (each also with fd-, on Foundation's UserDefaults), watch, fd-watch, open, fill,
-            try-set, fork-increment or fuzz
+            try-set, fork-increment, fuzz or sync-writer
             """)],
         options: RoleOptions.all + [
             .value("--value-bytes", "B", help: "write-keys: values are strings of B bytes"),
@@ -32,6 +32,8 @@ struct Worker: Sendable {
             .value("--from", "I", help: "fuzz: the first input"),
             .value("--to", "I", help: "fuzz: the input after the last"),
             .value("--duration-ms", "MS", help: "fd-watch: how long to count notifications"),
+            .value("--shared", "S", help: "sync-writer: how many shared keys"),
+            .value("--pause-micros", "U", help: "sync-writer: the pause between writes"),
         ]
     )
 

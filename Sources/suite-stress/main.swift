@@ -2,6 +2,7 @@
 //
 //     suite-stress SCENARIO [--processes N] [--threads T] [--iterations K] [--duration S]
 //                           [--dir DIR] [--json] [--against foundation]
+//     suite-stress sync [--machines N] [--members M] [--kills K] [--iterations K]
 //     suite-stress all [--quick] [--json]
 //
 // --duration S repeats the scenario until S seconds have passed: the long runs.
@@ -16,7 +17,7 @@ let scenarios: [(String, (StressRun) throws -> [ScenarioResult])] = [
     ("counter", CounterScenario.run), ("distinct-keys", DistinctKeysScenario.run),
     ("first-access", FirstAccessScenario.run), ("readers", ReadersScenario.run), ("crash", CrashScenario.run),
     ("corrupt", CorruptScenario.run), ("notify", NotifyScenario.run), ("disk-full", DiskFullScenario.run),
-    ("fuzz", FuzzScenario.run), ("fork", ForkScenario.run), ("hostile", HostileScenario.run),
+    ("fuzz", FuzzScenario.run), ("fork", ForkScenario.run), ("hostile", HostileScenario.run), ("sync", SyncScenario.run),
 ]
 
 let arguments = Array(CommandLine.arguments.dropFirst())
@@ -57,7 +58,7 @@ func rounds(of scenario: (StressRun) throws -> [ScenarioResult]) throws -> [Scen
             return sum
         }
         count += 1
-    } while deadline.map { clock.now < $0 } == true && !total.contains(where: \.failsTheRun)
+    } while deadline.map { clock.now < $0 } == true && !total.contains(where: { $0.failsTheRun || $0.skipped != nil })
     if options.duration != nil { total = total.map { var result = $0; result.figure("rounds", count); return result } }
     return total
 }

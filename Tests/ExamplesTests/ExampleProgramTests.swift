@@ -102,6 +102,46 @@ struct ExampleProgramTests {
         #expect(shown.errors.contains("unreadable"))
     }
 
+    /// Two machines through a local etcd: a change on either shows on both machines' widgets.
+    @Test(.enabled(if: EtcdCluster.executable != nil, Comment(rawValue: EtcdCluster.missingMessage)))
+    func theSyncDemoShowsBothMachinesFollowing() throws {
+        let demo = try TestSupport.run(program: "sync-demo", [], within: .seconds(120))
+        #expect(demo.status == .exited(0), "\(demo.lines) \(demo.errors)")
+        #expect(demo.lines.last?.hasPrefix("Both machines' widgets followed every change: 8 redraws") == true, "\(demo.lines)")
+        // After each change, both machines' widgets show it; the other machine's through etcd.
+        for (change, distance, weight) in [("machine A app> units imperial", "Last run: 3.1 mi", "Last lift: 198 lbs"),
+                                           ("machine B app> units metric", "Last run: 5.0 km", "Last lift: 90 kg")] {
+            let after = demo.lines.drop { !$0.hasPrefix(change) }.dropFirst().prefix(4)
+            #expect(after.count == 4, "\(change): \(demo.lines)")
+            for machine in ["A", "B"] {
+                #expect(after.contains { $0.contains("machine \(machine) distance-widget") && $0.contains(distance) && $0.contains("redrawn") },
+                        "\(change): machine \(machine)'s distance widget: \(after)")
+                #expect(after.contains { $0.contains("machine \(machine) weight-widget") && $0.contains(weight) && $0.contains("redrawn") },
+                        "\(change): machine \(machine)'s weight widget: \(after)")
+            }
+            #expect(after.filter { $0.hasSuffix("(through etcd)") }.count == 2)
+        }
+        // It leaves no process and no directory behind.
+        for line in demo.lines where line.contains("(pid ") {
+            let pid = line.split(separator: "(pid ").last.flatMap { Int32($0.prefix { $0.isNumber }) } ?? 0
+            #expect(pid > 0 && kill(pid, 0) != 0, "process \(pid) is gone")
+        }
+        let path = demo.lines.first { $0.contains("suite-sync on machine A") }?.split(separator: " ")
+            .first { $0.contains("sync-demo.") }.map { String($0.dropLast()) } ?? ""
+        let root = URL(fileURLWithPath: path).deletingLastPathComponent().path
+        #expect(root.contains("sync-demo.") && !FileManager.default.fileExists(atPath: root), "\(root)")
+    }
+
+    /// Without etcd the sync demo says how to install it and exits 0.
+    @Test func theSyncDemoWithoutEtcdSaysHowToInstallIt() throws {
+        var environment = ProcessInfo.processInfo.environment
+        environment["PATH"] = "/nonexistent"
+        let demo = try TestSupport.run(program: "sync-demo", [], environment: environment)
+        #expect(demo.status == .exited(0), "\(demo.errors)")
+        #expect(demo.lines.first?.contains("etcd is not installed") == true, "\(demo.lines)")
+        #expect(demo.lines.contains { $0.contains("apt-get install -y etcd-server") }, "\(demo.lines)")
+    }
+
     @Test func theDemoRunsEndToEnd() throws {
         let demo = try TestSupport.run(program: "suite-demo", [], within: .seconds(120))
         #expect(demo.status == .exited(0), "\(demo.lines) \(demo.errors)")

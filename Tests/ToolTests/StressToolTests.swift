@@ -112,8 +112,30 @@ struct StressToolTests {
         expectHeld(try run(["fuzz", "--iterations", "3000"]), "fuzz")
     }
 
+    /// Machines following each other through a real etcd while suite-sync is SIGKILLed;
+    /// on a 3-member cluster the leader is killed too. Without etcd the scenario says it
+    /// skipped, naming the package, and passes.
+    @Test(arguments: [1, 3]) func sync(members: Int) throws {
+        let rows = try run(["sync", "--machines", "2", "--members", "\(members)", "--iterations", "200", "--kills", "10"])
+        guard let row = rows.first else { return }
+        if case .string(let skipped)? = row["skipped"] {
+            #expect(skipped == "etcd not installed (apt-get install -y etcd-server)" && row["passed"] == true)
+            print("suite-stress sync: \(skipped)")
+            return
+        }
+        expectHeld(rows, "sync")
+        #expect(row["kills"] == 10 && row["members"] == .integer(members))
+        #expect(row["leader_killed"] == (members == 3 ? 1 : 0))
+        if case .integer(let revisions)? = row["revisions"], case .integer(let bound)? = row["revisions_bound"] {
+            #expect(revisions > 0 && revisions <= bound)
+        } else {
+            Issue.record("no revisions: \(row)")
+        }
+    }
+
     @Test func badArgumentsExitWithStatusTwo() throws {
-        for arguments in [["nonsense"], [], ["counter", "--processes", "0"], ["counter", "--against", "sqlite"]] {
+        for arguments in [["nonsense"], [], ["counter", "--processes", "0"], ["counter", "--against", "sqlite"],
+                          ["sync", "--machines", "0"], ["sync", "--kills", "-1"]] {
             #expect(try TestSupport.run(program: "suite-stress", arguments).status == .exited(2), "\(arguments)")
         }
     }
