@@ -18,11 +18,15 @@ final class Machine: @unchecked Sendable {
     /// Every line each process printed, in order, the current one's last.
     private var finishedLines: [String] = []
 
-    init(_ name: String, endpoints: [URL], prefix: String, suites: [String]) {
+    /// Given to `suite-sync` before the suites (such as `--user` and `--password-file`).
+    let options: [String]
+
+    init(_ name: String, endpoints: [URL], prefix: String, suites: [String], options: [String] = []) {
         self.name = name
         self.endpoints = endpoints
         self.prefix = prefix
         self.suites = suites
+        self.options = options
     }
 
     deinit {
@@ -31,7 +35,7 @@ final class Machine: @unchecked Sendable {
 
     var arguments: [String] {
         ["--endpoints", endpoints.map(\.absoluteString).joined(separator: ","), "--prefix", prefix,
-         "--dir", directory.path, "--json"] + suites
+         "--dir", directory.path, "--json"] + options + suites
     }
 
     /// Starts `suite-sync`; with `waitUntilWatching`, returns once it reconciled and watches.
@@ -68,6 +72,9 @@ final class Machine: @unchecked Sendable {
 
     /// Every status line so far, of every process this machine ran.
     var lines: [String] { lock.withLock { finishedLines + (current?.lines ?? []) } }
+
+    /// What the running process wrote to standard error so far.
+    var errors: String { lock.withLock { current?.standardError ?? "" } }
 
     func suite(_ name: String) throws -> Suite { try Suite(named: name, directory: directory.url) }
 
