@@ -45,9 +45,10 @@ let package = Package(
         // line output, temporary directories, a clock and a seeded generator.
         .target(name: "ToolSupport", dependencies: ["SuiteDefaults"]),
 
-        // A throwaway etcd on loopback (one member or a cluster, data in a temporary
-        // directory, always reaped) for suite-stress sync, suite-bench's sync rows and sync-demo.
-        .target(name: "LocalEtcd", dependencies: ["ChildProcess"]),
+        // A throwaway etcd on loopback (one member or a cluster, http or https, data in a
+        // temporary directory, always reaped) for suite-stress sync, suite-bench's sync rows,
+        // sync-demo, and the tests (through TestSupport's EtcdCluster).
+        .target(name: "LocalEtcd", dependencies: ["ChildProcess", "ToolSupport"]),
 
         // The jobs worker processes do on a store, this library's suite or Foundation's
         // UserDefaults, for suite-stress, suite-bench and the test worker.
@@ -139,8 +140,9 @@ let package = Package(
             dependencies: ["SuiteDefaults", "UnitPreferences", "ToolSupport", "WorkerRoles"],
             path: "Tests/suite-test-worker"
         ),
-        // What the test targets share: temporary directories, workers, recorders.
-        .target(name: "TestSupport", dependencies: ["SuiteDefaults", "ChildProcess", "ToolSupport"], path: "Tests/TestSupport"),
+        // What the test targets share: temporary directories, workers, recorders, etcd.
+        .target(name: "TestSupport", dependencies: ["SuiteDefaults", "ChildProcess", "ToolSupport", "LocalEtcd"],
+                path: "Tests/TestSupport"),
         .testTarget(
             name: "SuiteDefaultsTests",
             dependencies: ["SuiteDefaults", "ChildProcess", "TestSupport", "ToolSupport", "suite-test-worker"]

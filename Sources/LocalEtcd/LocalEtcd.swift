@@ -1,16 +1,20 @@
 import ChildProcess
 import Foundation
 import Glibc
+import Synchronization
+import ToolSupport
 
-/// A throwaway etcd on loopback for the tools and examples (suite-stress sync,
-/// suite-bench's sync rows, sync-demo): one member or a cluster, on ports chosen here,
-/// with its data in a temporary directory of its own.
+/// A throwaway etcd on loopback, for the tools and examples (suite-stress sync,
+/// suite-bench's sync rows, sync-demo) and, through TestSupport's `EtcdCluster`, for the
+/// tests: one member or a cluster, on ports chosen here, with its data in a temporary
+/// directory of its own, over http or (given a certificate and key) https.
 ///
 /// Every member is a `ChildProcess`, so it is killed and reaped when this goes away;
 /// `shutDown()` does it at once and removes the data directory. Members listen on
 /// 127.0.0.1 only, with short heartbeats, so a cluster elects a new leader within about
-/// a second of losing one. Requests go over a plain socket: one JSON POST per request.
-public final class LocalEtcd: @unchecked Sendable {
+/// a second of losing one. Every wait has a deadline. The methods block: callers on the
+/// tasks' cooperative threads run them on a thread of their own.
+public final class LocalEtcd: Sendable {
     /// The `etcd` program on $PATH; nil when it is not installed.
     public static var executable: String? {
         let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
@@ -20,54 +24,78 @@ public final class LocalEtcd: @unchecked Sendable {
     /// How to install it, for the messages of the programs that need it.
     public static let installCommand = "apt-get install -y etcd-server"
 
-    /// One member: its name and loopback ports, the same across a restart.
+    /// The certificate and key an https member serves with.
+    public struct TLSFiles: Sendable {
+        public let certificate: String
+        public let key: String
+
+        public init(certificate: String, key: String) {
+            self.certificate = certificate
+            self.key = key
+        }
+    }
+
+    /// One member: its name, loopback ports and data directory, the same across a restart.
     public struct Member: Sendable {
         public let name: String
         public let clientPort: UInt16
         public let peerPort: UInt16
-        public var clientURL: String { "http://127.0.0.1:\(clientPort)" }
+        public let dataDirectory: String
+        /// "http", or "https" for members serving with TLS files.
+        public let scheme: String
+        public var clientURL: String { "\(scheme)://127.0.0.1:\(clientPort)" }
         var peerURL: String { "http://127.0.0.1:\(peerPort)" }
+    }
+
+    private struct State {
+        var processes: [ChildProcess?]
+        var isShutDown = false
+        /// Set by `enableAuthentication`: from then on a member refuses a request without a token.
+        var authenticates = false
     }
 
     public let members: [Member]
     /// The temporary directory holding every member's data; removed by `shutDown()`.
     public let directory: URL
     private let executable: String
-    private let lock = NSLock()
-    private var processes: [ChildProcess?]
-    private var isShutDown = false
+    private let tls: TLSFiles?
+    private let state: Mutex<State>
 
     /// The members' client URLs, in member order.
     public var endpoints: [String] { members.map(\.clientURL) }
 
     /// Starts `size` members, their data in a new directory inside `parent` (default:
-    /// the temporary directory), and waits until each serves reads; throws otherwise,
-    /// having stopped what it started. A start that fails because another program took
-    /// a chosen port in the meantime is tried again on new ports.
-    public static func start(members size: Int = 1, in parent: URL? = nil, timeout: Duration = .seconds(30)) throws -> LocalEtcd {
+    /// the temporary directory), serving https with `tls` if given, and waits until each
+    /// serves; throws otherwise, having stopped what it started. A start that fails because
+    /// another program took a chosen port in the meantime is tried again on new ports.
+    public static func start(members size: Int = 1, in parent: URL? = nil, timeout: Duration = .seconds(30),
+                             tls: TLSFiles? = nil) throws -> LocalEtcd {
         guard let executable else { throw LocalEtcdError("etcd is not installed (\(installCommand))") }
         var attempt = 0
         while true {
             attempt += 1
             do {
                 return try LocalEtcd(size: size, executable: executable, ports: try freePorts(2 * size), parent: parent,
-                                     timeout: timeout)
+                                     timeout: timeout, tls: tls)
             } catch let error as LocalEtcdError where error.message.contains("address already in use") && attempt < 3 {
                 continue
             }
         }
     }
 
-    private init(size: Int, executable: String, ports: [UInt16], parent: URL?, timeout: Duration) throws {
-        let parent = parent ?? URL(fileURLWithPath: NSTemporaryDirectory(), isDirectory: true)
-        var template = Array(parent.appendingPathComponent("local-etcd.XXXXXX").path.utf8CString)
-        guard let made = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) else {
-            throw LocalEtcdError("cannot create a directory in \(parent.path): \(String(cString: strerror(errno)))")
+    private init(size: Int, executable: String, ports: [UInt16], parent: URL?, timeout: Duration, tls: TLSFiles?) throws {
+        do {
+            directory = try makeTemporaryDirectory(prefix: "local-etcd", in: parent)
+        } catch {
+            throw LocalEtcdError(error.message)
         }
-        directory = URL(fileURLWithPath: String(cString: made), isDirectory: true)
         self.executable = executable
-        members = (0..<size).map { Member(name: "member\($0)", clientPort: ports[2 * $0], peerPort: ports[2 * $0 + 1]) }
-        processes = Array(repeating: nil, count: size)
+        self.tls = tls
+        members = (0..<size).map { [directory] index in
+            Member(name: "member\(index)", clientPort: ports[2 * index], peerPort: ports[2 * index + 1],
+                   dataDirectory: directory.appendingPathComponent("member\(index)").path, scheme: tls == nil ? "http" : "https")
+        }
+        state = Mutex(State(processes: Array(repeating: nil, count: size)))
         do {
             for index in members.indices { try launch(index) }
             for index in members.indices { try waitUntilReady(index, timeout: timeout) }
@@ -83,9 +111,9 @@ public final class LocalEtcd: @unchecked Sendable {
 
     /// Kills and reaps every member, and removes the data directory. Idempotent.
     public func shutDown() {
-        let all = lock.withLock {
-            defer { processes = processes.map { _ in nil }; isShutDown = true }
-            return processes
+        let all = state.withLock { state in
+            defer { state.processes = state.processes.map { _ in nil }; state.isShutDown = true }
+            return state.processes
         }
         for process in all { process?.kill() }
         try? FileManager.default.removeItem(at: directory)
@@ -95,19 +123,19 @@ public final class LocalEtcd: @unchecked Sendable {
         let member = members[index]
         let cluster = members.map { "\($0.name)=\($0.peerURL)" }.joined(separator: ",")
         let arguments = [
-            "--name", member.name, "--data-dir", directory.appendingPathComponent(member.name).path,
+            "--name", member.name, "--data-dir", member.dataDirectory,
             "--listen-client-urls", member.clientURL, "--advertise-client-urls", member.clientURL,
             "--listen-peer-urls", member.peerURL, "--initial-advertise-peer-urls", member.peerURL,
             "--initial-cluster", cluster, "--initial-cluster-state", "new",
             "--initial-cluster-token", "local-etcd-\(getpid())-\(members[0].peerPort)",
             "--heartbeat-interval", "50", "--election-timeout", "500",
             "--logger", "zap", "--log-level", "error",
-        ]
+        ] + (tls.map { ["--cert-file", $0.certificate, "--key-file", $0.key] } ?? [])
         let process = try ChildProcess(executable: executable, arguments: arguments)
         process.closeInput()
-        let refused = lock.withLock {
-            guard !isShutDown else { return true }
-            processes[index] = process
+        let refused = state.withLock { state in
+            guard !state.isShutDown else { return true }
+            state.processes[index] = process
             return false
         }
         if refused {
@@ -116,18 +144,27 @@ public final class LocalEtcd: @unchecked Sendable {
         }
     }
 
+    /// The running process of member `index`, taken out of the members (it is no longer running).
+    private func takeProcess(_ index: Int) -> ChildProcess? {
+        state.withLock { state in defer { state.processes[index] = nil }; return state.processes[index] }
+    }
+
     /// Waits until member `index` serves a read (it has joined a cluster with a leader),
-    /// or throws at the deadline or when the process ends.
+    /// or throws at the deadline or when the process ends. An https member is taken to
+    /// serve once its client port accepts connections (requests here are plain http).
     public func waitUntilReady(_ index: Int, timeout: Duration = .seconds(30)) throws {
         let deadline = ContinuousClock.now + timeout
         while ContinuousClock.now < deadline {
-            guard let process = lock.withLock({ processes[index] }) else { throw LocalEtcdError("member \(index) is not running") }
+            guard let process = state.withLock({ $0.processes[index] }) else { throw LocalEtcdError("member \(index) is not running") }
             if let ended = process.wait(timeout: .zero) {
                 throw LocalEtcdError("etcd member \(index) \(ended): \(process.standardError.suffix(2000))")
             }
-            if let reply = Self.post(port: members[index].clientPort, "/v3/kv/range", ["key": "AA=="], timeout: .seconds(2)),
-               reply.status == 200 {
-                return
+            if tls != nil {
+                if Self.accepts(members[index].clientPort) && process.wait(timeout: .milliseconds(200)) == nil { return }
+            } else if let reply = Self.post(port: members[index].clientPort, "/v3/kv/range", ["key": "AA=="], timeout: .seconds(2)) {
+                // 400/401 once authentication is on: the request had no token, and the member serves.
+                let serving: Set<Int> = state.withLock({ $0.authenticates }) ? [200, 400, 401] : [200]
+                if serving.contains(reply.status) { return }
             }
             // Starting: its port refuses connections. Ask again shortly, or at once if it fails.
             _ = process.waitForError(containing: "address already in use", timeout: .milliseconds(50))
@@ -137,8 +174,14 @@ public final class LocalEtcd: @unchecked Sendable {
 
     /// Kills member `index` with SIGKILL and reaps it.
     public func kill(_ index: Int) {
-        let process = lock.withLock { defer { processes[index] = nil }; return processes[index] }
-        process?.kill()
+        takeProcess(index)?.kill()
+    }
+
+    /// Stops member `index` with SIGTERM and reaps it (SIGKILL if it lingers past `timeout`).
+    public func stop(_ index: Int, timeout: Duration = .seconds(10)) {
+        guard let process = takeProcess(index) else { return }
+        process.signal(SIGTERM)
+        if process.wait(timeout: timeout) == nil { process.kill() }
     }
 
     /// Starts member `index` again, on its ports and data, and waits until it answers.
@@ -149,10 +192,10 @@ public final class LocalEtcd: @unchecked Sendable {
     }
 
     /// The process ids of the running members.
-    public var processIDs: [pid_t] { lock.withLock { processes.compactMap { $0?.pid } } }
+    public var processIDs: [pid_t] { state.withLock { $0.processes.compactMap { $0?.pid } } }
 
     /// Whether member `index` runs.
-    public func isRunning(_ index: Int) -> Bool { lock.withLock { processes[index] != nil } }
+    public func isRunning(_ index: Int) -> Bool { state.withLock { $0.processes[index] != nil } }
 
     /// The client URLs of the running members.
     public var runningEndpoints: [String] { members.indices.filter(isRunning).map { members[$0].clientURL } }
@@ -164,9 +207,7 @@ public final class LocalEtcd: @unchecked Sendable {
             var leaders: Set<String> = []
             var own: [String: Int] = [:]
             for index in members.indices where isRunning(index) {
-                guard let reply = Self.post(port: members[index].clientPort, "/v3/maintenance/status", [:], timeout: .seconds(2)),
-                      reply.status == 200,
-                      let object = try? JSONSerialization.jsonObject(with: reply.body) as? [String: Any],
+                guard let object = Self.postJSON(port: members[index].clientPort, "/v3/maintenance/status", [:], timeout: .seconds(2)),
                       let header = object["header"] as? [String: Any], let memberID = header["member_id"] as? String
                 else { continue }
                 own[memberID] = index
@@ -187,9 +228,7 @@ public final class LocalEtcd: @unchecked Sendable {
         end.append(last + 1)
         let body = ["key": Data(prefix.utf8).base64EncodedString(), "range_end": Data(end).base64EncodedString()]
         for index in members.indices where isRunning(index) {
-            guard let reply = Self.post(port: members[index].clientPort, "/v3/kv/range", body, timeout: timeout),
-                  reply.status == 200,
-                  let object = try? JSONSerialization.jsonObject(with: reply.body) as? [String: Any],
+            guard let object = Self.postJSON(port: members[index].clientPort, "/v3/kv/range", body, timeout: timeout),
                   let header = object["header"] as? [String: Any],
                   let revision = (header["revision"] as? String).flatMap({ Int64($0) })
             else { continue }
@@ -203,86 +242,25 @@ public final class LocalEtcd: @unchecked Sendable {
         return nil
     }
 
-    /// One JSON POST to the loopback `port`; nil when no whole reply came by the deadline.
-    public static func post(port: UInt16, _ path: String, _ body: [String: String], timeout: Duration = .seconds(5))
-        -> (status: Int, body: Data)? {
-        guard let json = try? JSONSerialization.data(withJSONObject: body) else { return nil }
-        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard descriptor >= 0 else { return nil }
-        defer { close(descriptor) }
-        var address = loopback(port)
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard connected == 0 else { return nil }
-        let request = Data("POST \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nContent-Type: application/json\r\nContent-Length: \(json.count)\r\nConnection: close\r\n\r\n".utf8) + json
-        let sent = request.withUnsafeBytes { send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-        guard sent == request.count else { return nil }
-        // The reply ends when the server closes the connection (Connection: close).
-        var received = Data()
-        var buffer = [UInt8](repeating: 0, count: 65536)
-        let deadline = ContinuousClock.now + timeout
-        while true {
-            let left = deadline - ContinuousClock.now
-            guard left > .zero else { return nil }
-            var poller = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
-            let milliseconds = min(left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000 + 1, 1000)
-            guard poll(&poller, 1, Int32(milliseconds)) >= 0 || errno == EINTR else { return nil }
-            guard poller.revents != 0 else { continue }
-            let count = buffer.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, 0) }
-            if count < 0 { return nil }
-            if count == 0 { break }
-            received.append(contentsOf: buffer[0..<count])
-        }
-        guard let headEnd = received.range(of: Data("\r\n\r\n".utf8)) else { return nil }
-        let head = String(decoding: received[..<headEnd.lowerBound], as: UTF8.self)
-        guard let status = head.split(separator: "\r\n").first?.split(separator: " ").dropFirst().first.flatMap({ Int($0) })
-        else { return nil }
-        var payload = Data(received[headEnd.upperBound...])
-        if head.lowercased().contains("transfer-encoding: chunked") {
-            // Size line, data, CRLF, until the size 0 (trailers after it are dropped).
-            var chunked = payload
-            payload = Data()
-            while let lineEnd = chunked.range(of: Data("\r\n".utf8)),
-                  let size = Int(String(decoding: chunked[..<lineEnd.lowerBound], as: UTF8.self), radix: 16), size > 0,
-                  chunked.count >= lineEnd.upperBound - chunked.startIndex + size {
-                payload += chunked[lineEnd.upperBound..<(lineEnd.upperBound + size)]
-                chunked = Data(chunked[(lineEnd.upperBound + size)...].dropFirst(2))
+    /// Turns authentication on with a `root` user (the role etcd requires) and `password`,
+    /// through member 0.
+    public func enableAuthentication(rootPassword password: String, timeout: Duration = .seconds(10)) throws {
+        let port = members[0].clientPort
+        for (path, body) in [("/v3/auth/user/add", ["name": "root", "password": password]),
+                             ("/v3/auth/role/add", ["name": "root"]),
+                             ("/v3/auth/user/grant", ["user": "root", "role": "root"]),
+                             ("/v3/auth/enable", [:])] as [(String, [String: String])] {
+            guard let reply = Self.post(port: port, path, body, timeout: timeout), reply.status == 200 else {
+                throw LocalEtcdError("\(path) failed")
             }
         }
-        return (status, payload)
+        state.withLock { $0.authenticates = true }
     }
 
-    private static func loopback(_ port: UInt16) -> sockaddr_in {
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = port.bigEndian
-        return address
-    }
-
-    /// Free loopback ports, learnt by binding port 0, all held open at once so that they
-    /// are distinct, then closed. Another program may take one before etcd binds it.
-    static func freePorts(_ count: Int) throws -> [UInt16] {
-        var sockets: [CInt] = []
-        defer { sockets.forEach { close($0) } }
-        var ports: [UInt16] = []
-        for _ in 0..<count {
-            let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-            guard descriptor >= 0 else { throw LocalEtcdError("socket: errno \(errno)") }
-            sockets.append(descriptor)
-            var address = loopback(0)
-            let bound = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-            }
-            guard bound == 0 else { throw LocalEtcdError("bind: errno \(errno)") }
-            var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-            _ = withUnsafeMutablePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(descriptor, $0, &length) }
-            }
-            ports.append(UInt16(bigEndian: address.sin_port))
-        }
-        return ports
+    /// A POST's reply as a JSON object, when the status is 200.
+    private static func postJSON(port: UInt16, _ path: String, _ body: [String: String], timeout: Duration) -> [String: Any]? {
+        guard let reply = post(port: port, path, body, timeout: timeout), reply.status == 200 else { return nil }
+        return try? JSONSerialization.jsonObject(with: reply.body) as? [String: Any]
     }
 }
 

@@ -25,9 +25,8 @@ struct MirrorHostileTests {
     }
 
     @Test func aSecondSuiteSyncOnTheSameSuiteAndPrefixIsRefusedAndTheFirstGoesOn() async throws {
-        let cluster = try await EtcdCluster.start()
-        let client = try EtcdClient(configuration: EtcdConfiguration(endpoints: cluster.endpoints))
-        let machine = Machine("a", endpoints: cluster.endpoints, prefix: Self.prefix, suites: ["s"])
+        let rig = try await MirrorRig(["a"], prefix: Self.prefix, suites: ["s"])
+        let (client, machine) = (rig.client, rig.machines[0])
         try machine.suite("s").set("one", forKey: "k")
         let first = try await machine.start()
 
@@ -55,9 +54,8 @@ struct MirrorHostileTests {
     }
 
     @Test func aStateFileRemovedUnderARunningSuiteSyncIsNotSharedWithASecondOne() async throws {
-        let cluster = try await EtcdCluster.start()
-        let client = try EtcdClient(configuration: EtcdConfiguration(endpoints: cluster.endpoints))
-        let machine = Machine("a", endpoints: cluster.endpoints, prefix: Self.prefix, suites: ["s"])
+        let rig = try await MirrorRig(["a"], prefix: Self.prefix, suites: ["s"])
+        let (client, machine) = (rig.client, rig.machines[0])
         try machine.suite("s").set("one", forKey: "k")
         let first = try await machine.start()
         let statePath = machine.directory.url.appendingPathComponent(Self.stateFileName("s")).path
@@ -83,8 +81,8 @@ struct MirrorHostileTests {
     }
 
     @Test func aFIFOInPlaceOfTheStateFileIsRefusedWithoutHanging() async throws {
-        let cluster = try await EtcdCluster.start()
-        let machine = Machine("a", endpoints: cluster.endpoints, prefix: Self.prefix, suites: ["s"])
+        let rig = try await MirrorRig(["a"], prefix: Self.prefix, suites: ["s"])
+        let machine = rig.machines[0]
         try machine.suite("s").set("one", forKey: "k")
         let statePath = machine.directory.url.appendingPathComponent(Self.stateFileName("s")).path
         #expect(mkfifo(statePath, 0o600) == 0)
@@ -106,10 +104,9 @@ struct MirrorHostileTests {
     }
 
     @Test func aSuiteWithTheLongestNameIsMirrored() async throws {
-        let cluster = try await EtcdCluster.start()
-        let client = try EtcdClient(configuration: EtcdConfiguration(endpoints: cluster.endpoints))
         let name = String(repeating: "n", count: 224)
-        let machine = Machine("a", endpoints: cluster.endpoints, prefix: Self.prefix, suites: [name])
+        let rig = try await MirrorRig(["a"], prefix: Self.prefix, suites: [name])
+        let (client, machine) = (rig.client, rig.machines[0])
         try machine.suite(name).set("one", forKey: "k")
         let once = try await blocking { try run(program: "suite-sync", machine.arguments + ["--once"], within: .seconds(20)) }
         #expect(once.status == .exited(0), "\(once.errors)")
@@ -118,9 +115,8 @@ struct MirrorHostileTests {
     }
 
     @Test func aStoppedAppHoldingTheLockDelaysAnApplyButNeitherStopsNorLosesIt() async throws {
-        let cluster = try await EtcdCluster.start()
-        let client = try EtcdClient(configuration: EtcdConfiguration(endpoints: cluster.endpoints))
-        let machine = Machine("a", endpoints: cluster.endpoints, prefix: Self.prefix, suites: ["s"])
+        let rig = try await MirrorRig(["a"], prefix: Self.prefix, suites: ["s"])
+        let (client, machine) = (rig.client, rig.machines[0])
         try machine.suite("s").set("one", forKey: "k")
         let mirror = try await machine.start()
 

@@ -93,6 +93,27 @@ final class Machine: @unchecked Sendable {
     }
 }
 
+/// What most mirror tests start from: a fresh one-member etcd, a client of it, and machines
+/// named `names` mirroring `suites` under `prefix` through it, their suite-sync not started.
+/// The etcd runs as long as this is held.
+struct MirrorRig {
+    let cluster: EtcdCluster
+    let client: EtcdClient
+    let machines: [Machine]
+
+    init(_ names: [String], prefix: String, suites: [String]) async throws {
+        let cluster = try await EtcdCluster.start()
+        self.cluster = cluster
+        client = try EtcdClient(configuration: EtcdConfiguration(endpoints: cluster.endpoints))
+        machines = names.map { Machine($0, endpoints: cluster.endpoints, prefix: prefix, suites: suites) }
+    }
+
+    /// Starts every machine's suite-sync in turn, each reconciled and watching before the next.
+    func startAll() async throws {
+        for machine in machines { try await machine.start() }
+    }
+}
+
 /// What etcd holds under `prefix`/, as "SUITE/KEY" → value text, and the revision.
 func etcdValues(_ client: EtcdClient, prefix: String) async throws -> (values: [String: String], revision: Int64) {
     let range = try await client.range(prefix: Data((prefix + "/").utf8))

@@ -13,10 +13,9 @@ struct SuiteMirrorTests {
     static let prefix = "/suite-defaults/test"
 
     @Test func twoMachinesConvergeAfterConcurrentWrites() async throws {
-        let cluster = try await EtcdCluster.start()
-        let client = try EtcdClient(configuration: EtcdConfiguration(endpoints: cluster.endpoints))
-        let machines = ["a", "b"].map { Machine($0, endpoints: cluster.endpoints, prefix: Self.prefix, suites: ["s", "t"]) }
-        for machine in machines { try await machine.start() }
+        let rig = try await MirrorRig(["a", "b"], prefix: Self.prefix, suites: ["s", "t"])
+        let (cluster, client, machines) = (rig.cluster, rig.client, rig.machines)
+        try await rig.startAll()
         let before = try await etcdValues(client, prefix: Self.prefix).revision
 
         // Both sides write the same keys and their own, set and remove, at the same time.
@@ -114,12 +113,9 @@ struct SuiteMirrorTests {
     }
 
     @Test func anOfflineWriteIsSentOnReconnect() async throws {
-        let cluster = try await EtcdCluster.start()
-        let client = try EtcdClient(configuration: EtcdConfiguration(endpoints: cluster.endpoints))
-        let a = Machine("a", endpoints: cluster.endpoints, prefix: Self.prefix, suites: ["s"])
-        let b = Machine("b", endpoints: cluster.endpoints, prefix: Self.prefix, suites: ["s"])
-        try await a.start()
-        try await b.start()
+        let rig = try await MirrorRig(["a", "b"], prefix: Self.prefix, suites: ["s"])
+        let (cluster, client, a, b) = (rig.cluster, rig.client, rig.machines[0], rig.machines[1])
+        try await rig.startAll()
         try a.suite("s").set("before", forKey: "k")
         try await converge([a, b], client, prefix: Self.prefix)
 
@@ -147,12 +143,9 @@ struct SuiteMirrorTests {
     }
 
     @Test func suiteSyncKilledMidStream100TimesLosesNothingAndDoesNotEcho() async throws {
-        let cluster = try await EtcdCluster.start()
-        let client = try EtcdClient(configuration: EtcdConfiguration(endpoints: cluster.endpoints))
-        let a = Machine("a", endpoints: cluster.endpoints, prefix: Self.prefix, suites: ["s"])
-        let b = Machine("b", endpoints: cluster.endpoints, prefix: Self.prefix, suites: ["s"])
-        try await a.start()
-        try await b.start()
+        let rig = try await MirrorRig(["a", "b"], prefix: Self.prefix, suites: ["s"])
+        let (client, a, b) = (rig.client, rig.machines[0], rig.machines[1])
+        try await rig.startAll()
         let before = try await etcdValues(client, prefix: Self.prefix).revision
 
         // The writer: keys w.0 ... w.19 on machine a, each write acknowledged when set returned.
@@ -246,9 +239,8 @@ struct SuiteMirrorTests {
     }
 
     @Test func garbageInEtcdIsSkippedAndTheSuiteIsUntouched() async throws {
-        let cluster = try await EtcdCluster.start()
-        let client = try EtcdClient(configuration: EtcdConfiguration(endpoints: cluster.endpoints))
-        let a = Machine("a", endpoints: cluster.endpoints, prefix: Self.prefix, suites: ["s"])
+        let rig = try await MirrorRig(["a"], prefix: Self.prefix, suites: ["s"])
+        let (client, a) = (rig.client, rig.machines[0])
         try await a.start()
         try a.suite("s").set("kept", forKey: "good")
         try await eventually(.seconds(20), "the good key in etcd") {

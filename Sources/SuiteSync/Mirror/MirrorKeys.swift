@@ -38,23 +38,24 @@ struct MirrorKeys {
         }
         let suite = String(rest[..<slash])
         let key = String(rest[rest.index(after: slash)...])
-        do {
-            try Suite.validate(name: suite)
-        } catch {
-            return .invalid(suite: nil, shown: shown, reason: "not a valid suite name")
+        if let reason = Self.refusal(of: suite, as: "suite name", Suite.validate(name:)) {
+            return .invalid(suite: nil, shown: shown, reason: reason)
         }
-        guard Array(suite.precomposedStringWithCanonicalMapping.utf8) == Array(suite.utf8) else {
-            return .invalid(suite: nil, shown: shown, reason: "the suite name is not in Unicode NFC")
-        }
-        do {
-            try Suite.validate(key: key)
-        } catch {
-            return .invalid(suite: suite, shown: shown, reason: "not a valid suite key")
-        }
-        guard Array(key.precomposedStringWithCanonicalMapping.utf8) == Array(key.utf8) else {
-            return .invalid(suite: suite, shown: shown, reason: "the key is not in Unicode NFC")
+        if let reason = Self.refusal(of: key, as: "suite key", Suite.validate(key:)) {
+            return .invalid(suite: suite, shown: shown, reason: reason)
         }
         return .key(suite: suite, key: key)
+    }
+
+    /// Why `text` from etcd is refused as a suite name or key (`what`): `validate` refuses
+    /// it, or it is not in Unicode NFC (the library would store it normalized, under another
+    /// key than etcd's); nil when it is accepted.
+    private static func refusal(of text: String, as what: String, _ validate: (String) throws -> Void) -> String? {
+        guard (try? validate(text)) != nil else { return "not a valid \(what)" }
+        guard Array(text.precomposedStringWithCanonicalMapping.utf8) == Array(text.utf8) else {
+            return "the \(what) is not in Unicode NFC"
+        }
+        return nil
     }
 
     /// The canonical typed JSON text of a value from etcd, or why it is refused. The
