@@ -28,11 +28,7 @@ extension Bench {
                 if watchers == 1, cpu.count == 2, let nanoseconds = Double(cpu[1]) {
                     cpuPerThousand.add(nanoseconds / Double(writes) * 1_000 / 1_000_000)
                 }
-                for line in process.lines where line.hasPrefix("got ") {
-                    let fields = line.split(separator: " ")
-                    guard fields.count == 3, let sequence = Int(fields[1]), let arrived = UInt64(fields[2]), sequence < writes else { continue }
-                    latencies.add((Double(arrived) - Double(returned[sequence])) / 1_000)
-                }
+                latencies.add(contentsOf: Self.deliveryLatencies(reportedBy: process, returned: returned))
                 process.closeInput()
                 _ = process.wait(timeout: .seconds(60))
             }
@@ -48,6 +44,18 @@ extension Bench {
         }
         return rows + [BenchRow(name: "notify_cpu", ours: cpu, foundation: nil, floor: nil,
                                 note: "ms of CPU, not µs: the watching process's CPU time (every thread) per 1,000 changes delivered, while notify_1's \(writes) changes came, 1 ms apart; Foundation delivers none across processes")]
+    }
+
+    /// The microseconds from each write's return (`returned[n]`, monotonic ns) to its
+    /// delivery, from a watcher's "got N NANOSECONDS" lines.
+    static func deliveryLatencies(reportedBy watcher: ChildProcess, returned: [UInt64]) -> [Double] {
+        watcher.lines.compactMap { line in
+            let fields = line.split(separator: " ")
+            guard fields.count == 3, fields[0] == "got", let sequence = Int(fields[1]), let arrived = UInt64(fields[2]),
+                  sequence >= 0, sequence < returned.count
+            else { return nil }
+            return (Double(arrived) - Double(returned[sequence])) / 1_000
+        }
     }
 
     /// A process blocked on inotify, woken by a write to the file it watches.

@@ -11,6 +11,7 @@ struct Samples: Sendable {
     }
 
     mutating func add(_ microseconds: Double) { values.append(microseconds) }
+    mutating func add(contentsOf microseconds: [Double]) { values += microseconds }
 
     var isEmpty: Bool { values.isEmpty }
 

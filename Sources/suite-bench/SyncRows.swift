@@ -41,11 +41,7 @@ extension Bench {
             usleep(1_000 + UInt32.random(in: 0..<2_000))
         }
         var latencies = Samples()
-        for line in watcher.lines where line.hasPrefix("got ") {
-            let fields = line.split(separator: " ")
-            guard fields.count == 3, let sequence = Int(fields[1]), let arrived = UInt64(fields[2]), sequence < changes else { continue }
-            latencies.add((Double(arrived) - Double(returned[sequence])) / 1_000)
-        }
+        latencies.add(contentsOf: Self.deliveryLatencies(reportedBy: watcher, returned: returned))
         watcher.closeInput()
         _ = watcher.wait(timeout: .seconds(60))
         guard latencies.values.count == changes, let figure = BenchRow.Figure(latencies) else {
