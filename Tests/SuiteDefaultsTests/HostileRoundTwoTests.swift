@@ -103,4 +103,93 @@ struct HostileRoundTwoTests {
             worker.expectSuccess(within: .seconds(15))
         }
     }
+
+    // MARK: The process ID kept in C
+
+    @Test func recordsAndTheHeaderNameTheProcessThatWroteThemAcrossForks() throws {
+        let lines = try outcome("fork-pids", suite: "pids")
+        #expect(lines.contains("done"), "\(lines)")
+        let names = ["early-child", "grandchild", "early-child-again", "thread", "late-child", "parent"]
+        var pids: [String: Int32] = [:]
+        for line in lines where line.hasPrefix("wrote ") {
+            let words = line.split(separator: " ")
+            #expect(words.count == 5 && words[2] == words[4], "the header names the committer: \(line)")
+            pids[String(words[1])] = Int32(words[2])
+        }
+        #expect(Set(pids.keys) == Set(names), "\(lines)")
+        #expect(Set(pids.values).count == 4, "four processes: \(pids)")
+        // Every record names the process that wrote it.
+        let bytes = directory.bytes(of: "pids.suite")!
+        let scan = try bytes.withUnsafeBytes { try DataFileScan.scan($0, committedLength: nil, keepingRecords: true) }
+        var recorded = 0
+        for located in scan.records {
+            for case .set(let key, .string(let value), _, _) in located.record.operations {
+                #expect(located.record.pid == Int32(value), "\(key) written by \(value), recorded as \(located.record.pid)")
+                recorded += 1
+            }
+        }
+        #expect(recorded == names.count)
+    }
+
+    // MARK: A transaction's short list of writes
+
+    @Test func aTransactionsWritesAreRightAroundItsSwitchToATable() throws {
+        // The short list of writes becomes a table past 8 keys: 7 to 1,000 keys, each
+        // written twice, one removed; a removeAll in the middle; canonical twins on
+        // either side of the switch; a suite size limit met by a value that replaces a
+        // larger one.
+        let suite = try Suite(named: "tx", directory: directory.url)
+        for count in [7, 8, 9, 10, 17, 1000] {
+            try suite.removeAll()
+            try suite.update { tx in
+                for i in 0..<count { try tx.set("v\(i)", forKey: "k\(i)") }
+                for i in 0..<count { try tx.set("w\(i)", forKey: "k\(i)") }
+                for i in 0..<count { #expect(tx.string(forKey: "k\(i)") == "w\(i)") }
+                try tx.setValue(nil, forKey: "k0")
+                #expect(tx.string(forKey: "k0") == nil)
+            }
+            let other = try Suite(named: "tx", directory: directory.url, options: .init())
+            try other.reload()
+            #expect(suite.storedValues().count == count - 1, "\(count)")
+            for i in 1..<count { #expect(suite.string(forKey: "k\(i)") == "w\(i)") }
+        }
+        // removeAll in the middle, after crossing to the table
+        try suite.update { tx in
+            for i in 0..<20 { try tx.set(i, forKey: "a\(i)") }
+            try tx.removeAll()
+            for i in 0..<3 { try tx.set(i, forKey: "b\(i)") }
+            #expect(tx.integer(forKey: "a5") == nil)
+            for i in 3..<12 { try tx.set(i, forKey: "b\(i)") }
+            try tx.set(100, forKey: "b0")
+            #expect(tx.integer(forKey: "b0") == 100)
+            #expect(tx.integer(forKey: "b11") == 11)
+        }
+        #expect(suite.storedValues().count == 12)
+        #expect(suite.integer(forKey: "b0") == 100)
+        // NFC vs NFD in one transaction, on each side of the switch
+        for pad in [0, 10] {
+            try suite.removeAll()
+            try suite.update { tx in
+                for i in 0..<pad { try tx.set(i, forKey: "p\(i)") }
+                try tx.set("nfd", forKey: "cafe\u{301}")
+                try tx.set("nfc", forKey: "caf\u{E9}")
+                #expect(tx.string(forKey: "cafe\u{301}") == "nfc")
+            }
+            #expect(suite.storedValues().count == pad + 1)
+            #expect(suite.string(forKey: "cafe\u{301}") == "nfc")
+        }
+        // default mark only, -0.0, size limit at edge
+        var options = Suite.Options()
+        options.maximumSuiteSize = 200
+        let limited = try Suite(named: "lim", directory: directory.url, options: options)
+        try limited.set(String(repeating: "x", count: 150), forKey: "big")
+        #expect(throws: SuiteError.self) { try limited.set(String(repeating: "y", count: 60), forKey: "other") }
+        try limited.set(String(repeating: "z", count: 100), forKey: "big")
+        try limited.set(String(repeating: "y", count: 60), forKey: "other")
+        try limited.update { tx in
+            try tx.set(String(repeating: "q", count: 10), forKey: "big")
+            try tx.set(String(repeating: "r", count: 150), forKey: "other")
+        }
+        #expect(limited.string(forKey: "other")?.count == 150)
+    }
 }
