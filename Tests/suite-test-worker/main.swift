@@ -18,7 +18,7 @@ let syntax = CommandLineSyntax(
         increment, write-keys, ack-loop, invariant-writer, invariant-reader, pause, compact,
         hold-lock, get, try-set, set-if-absent, units-current, units-set, fork-in-transaction,
         fork-observe, hold-lock-spawn, fork-then-hold, fork-read-while-held, many-open,
-        hostile-check or units-trials
+        hostile-check, units-trials or fork-pids
         """)],
     options: RoleOptions.all + [
         .value("--key2", "KEY", help: "hostile-check: the key written"),
@@ -382,6 +382,44 @@ case "units-trials":
             Output.line("trial \(trial) \(errorReport(error))")
         }
     }
+    Output.line("done")
+
+case "fork-pids":
+    // Writes KEY-NAME = its own getpid() from processes made in every way a fork can
+    // come: a child forked before this process used a process ID, its own child, and a
+    // child forked from the main thread after another thread had used it. Each reports
+    // "wrote NAME PID header H", H being the shared header's committer (offset 12).
+    @Sendable func writeOwnPID(_ name: String) {
+        do {
+            try suite.set(String(getpid()), forKey: "pid-" + name)
+            let lock = open(suite.lockFileURL.path, O_RDONLY)
+            var committer: Int32 = 0
+            _ = pread(lock, &committer, 4, 12)
+            close(lock)
+            Output.line("wrote \(name) \(getpid()) header \(Int32(littleEndian: committer))")
+        } catch {
+            Output.line("\(name): \(errorReport(error))")
+        }
+    }
+    func forkAndWait(_ body: () -> Void) {
+        let pid = fork()
+        if pid == 0 {
+            body()
+            _exit(0)
+        }
+        var status: Int32 = 0
+        _ = waitpid(pid, &status, 0)
+    }
+    forkAndWait {
+        writeOwnPID("early-child")
+        forkAndWait { writeOwnPID("grandchild") }
+        writeOwnPID("early-child-again")
+    }
+    let other = Thread { writeOwnPID("thread") }
+    other.start()
+    while !other.isFinished { usleep(1000) }
+    forkAndWait { writeOwnPID("late-child") }
+    writeOwnPID("parent")
     Output.line("done")
 
 default:

@@ -84,4 +84,14 @@ struct ByteReader {
         }
         return string
     }
+
+    /// A record's key, in NFC (`UTF8Text.key`).
+    mutating func readKey() throws(FormatError) -> String {
+        let start = offset
+        let bytes = try readLengthPrefixed()
+        guard let key = UTF8Text.key(bytes) else {
+            throw FormatError(reason: "key is not valid UTF-8", offset: start)
+        }
+        return key
+    }
 }

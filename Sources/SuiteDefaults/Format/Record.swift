@@ -273,12 +273,12 @@ enum RecordFormat {
             let rawCode = try reader.readByte()
             switch OperationCode(rawValue: rawCode) {
             case let code? where code == .set || code == .setDefault:
-                let key = try reader.readString()
+                let key = try reader.readKey()
                 let valueStart = reader.offset
                 let value = try ValueEncoding.decode(from: &reader)
                 visit(.set(key: key, value: value, size: reader.offset - valueStart, asDefault: code == .setDefault))
             case .remove where kind == .transaction:
-                visit(.remove(key: try reader.readString()))
+                visit(.remove(key: try reader.readKey()))
             case .removeAll where kind == .transaction:
                 visit(.removeAll)
             default:

@@ -156,8 +156,14 @@ enum ValueEncoding {
             var entries: [String: SuiteValue] = [:]
             entries.reserveCapacity(count)
             for _ in 0..<count {
+                let keyStart = reader.offset
                 let key = try reader.readString()
-                entries[key] = try decode(from: &reader, depth: depth + 1)
+                // A key twice (or with its canonical twin) would be one entry, and the
+                // value would no longer encode to the size read, which a compaction
+                // trusts.
+                guard entries.updateValue(try decode(from: &reader, depth: depth + 1), forKey: key) == nil else {
+                    throw FormatError(reason: "dictionary holds the key \"\(key)\" twice", offset: keyStart)
+                }
             }
             return .dictionary(entries)
         case .json:

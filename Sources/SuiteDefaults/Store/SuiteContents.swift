@@ -168,8 +168,11 @@ struct SuiteContents: Sendable {
         lastSequence = sequence
     }
 
+    /// Empties the table, capacity and all: clearing a table costs its capacity, and a
+    /// crafted record that sets one key and removes all, over and over, would otherwise
+    /// pay the capacity that its first keys (or `reserve(_:)`) made at every removal.
     private mutating func clear() {
-        entries.removeAll(keepingCapacity: true)
+        entries = [:]
         liveBytes = 0
     }
 
