@@ -85,6 +85,13 @@ public final class Suite: SuiteWritable, Sendable {
         try Validation.checkSuiteName(Validation.normalized(name))
     }
 
+    /// A name or key in the form the suite stores it under: Unicode NFC, as the
+    /// standard library computes it (which a mirror must use too: Foundation's differs
+    /// for some scripts).
+    package static func normalized(_ text: String) -> String {
+        Validation.normalized(text)
+    }
+
     /// Checks a key as every write does, without writing.
     ///
     /// - Throws: `SuiteError` `.invalidKey`, saying what is wrong with it.

@@ -273,7 +273,7 @@ open class SuiteUserDefaults: UserDefaults {
     }
 
     private func isOwnDomain(_ name: String) -> Bool {
-        name.precomposedStringWithCanonicalMapping == suite.name
+        Suite.normalized(name) == suite.name
     }
 
     // MARK: Internals

@@ -140,4 +140,21 @@ struct MirrorHostileTests {
         }
         #expect(mirror.wait(timeout: .milliseconds(1)) == nil)
     }
+
+    /// Keys whose NFC the standard library and Foundation disagree on (an old Hangul
+    /// initial, U+1113, before a vowel, U+1161: the library's NFC leaves the pair as it
+    /// is, Foundation's on Linux composes it into U+D7A4, which is no character): the
+    /// mirror judges a key by the library's own normal form, so a key the library stores
+    /// is carried, not skipped as "not in NFC".
+    @Test func keysInTheLibrarysNormalFormAreCarriedWhereFoundationWouldDisagree() async throws {
+        let rig = try await MirrorRig(["a", "b"], prefix: Self.prefix, suites: ["s"])
+        try await rig.startAll()
+        let key = Suite.normalized("\u{1113}\u{1161}")
+        #expect(key.unicodeScalars.map(\.value) == [0x1113, 0x1161])
+        try rig.machines[0].suite("s").set("kannada", forKey: key)
+        try await eventually(.seconds(30), "the key reached machine b") {
+            try rig.machines[1].suite("s").string(forKey: key) == "kannada"
+        }
+        #expect(!rig.machines[1].lines.contains { $0.contains("skipped") })
+    }
 }

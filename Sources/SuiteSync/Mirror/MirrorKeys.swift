@@ -52,7 +52,7 @@ struct MirrorKeys {
     /// key than etcd's); nil when it is accepted.
     private static func refusal(of text: String, as what: String, _ validate: (String) throws -> Void) -> String? {
         guard (try? validate(text)) != nil else { return "not a valid \(what)" }
-        guard Array(text.precomposedStringWithCanonicalMapping.utf8) == Array(text.utf8) else {
+        guard Array(Suite.normalized(text).utf8) == Array(text.utf8) else {
             return "the \(what) is not in Unicode NFC"
         }
         return nil
