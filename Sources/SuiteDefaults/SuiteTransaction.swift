@@ -103,16 +103,16 @@ public final class SuiteTransaction: SuiteWritable {
         defer { base = nil }
         let base = self.base ?? SuiteContents()
         let clearsAll = self.clearsAll
-        /// Whether the write changes the key, and by how much it changes the live size.
+        /// Whether the write changes the key, and by how much it changes the live size
+        /// (each key is written once in `writes`, so the growths add up).
         func effect(of operation: Operation) -> (changes: Bool, growth: Int) {
-            let before = clearsAll ? nil : base.entry(forKey: operation.key!)
-            switch operation {
-            case .set(let key, let value, let size, let asDefault):
-                return (!(before?.value).isStored(identicallyTo: value) || before?.isDefault != asDefault,
-                        RecordFormat.size(ofSetting: key, valueSize: size) - (before?.size ?? 0))
-            case .remove, .removeAll:
-                return (before != nil, -(before?.size ?? 0))
+            guard clearsAll else {
+                let effect = base.effect(of: operation)
+                return (effect.changes, effect.liveBytes - base.liveBytes)
             }
+            // After the clear nothing is stored: a set stores, a removal changes nothing.
+            guard case .set(let key, _, let size, _) = operation else { return (false, 0) }
+            return (true, RecordFormat.size(ofSetting: key, valueSize: size))
         }
         var liveBytes = clearsAll ? 0 : base.liveBytes
         var allChange = true

@@ -14,13 +14,7 @@ enum Validation {
     /// `text` in Unicode Normalization Form C. ASCII, which most names and keys are,
     /// is already NFC and is returned as it is, without asking Unicode's tables.
     static func normalized(_ text: String) -> String {
-        bytesOf(text).isASCII ? text : nfc(text)
-    }
-
-    /// The standard library's NFC, the one its String comparison uses: Foundation's
-    /// precomposedStringWithCanonicalMapping is not in FoundationEssentials.
-    private static func nfc(_ text: String) -> String {
-        String(decoding: text._nfcCodeUnits, as: UTF8.self)
+        bytesOf(text).isASCII ? text : UTF8Text.nfc(text)
     }
 
     /// Whether `text` is all ASCII, and whether it holds a NUL byte, in one plain loop
@@ -80,7 +74,7 @@ enum Validation {
             try checkKey(key, suite: suite, containsNUL: scan.containsNUL)
             return key
         }
-        let normalized = nfc(key)
+        let normalized = UTF8Text.nfc(key)
         try checkKey(normalized, suite: suite)
         return normalized
     }

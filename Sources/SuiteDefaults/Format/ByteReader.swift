@@ -77,21 +77,21 @@ struct ByteReader {
     }
 
     mutating func readString() throws(FormatError) -> String {
-        let start = offset
-        let bytes = try readLengthPrefixed()
-        guard let string = UTF8Text.string(bytes) else {
-            throw FormatError(reason: "string is not valid UTF-8", offset: start)
-        }
-        return string
+        try readText("string", UTF8Text.string)
     }
 
     /// A record's key, in NFC (`UTF8Text.key`).
     mutating func readKey() throws(FormatError) -> String {
+        try readText("key", UTF8Text.key)
+    }
+
+    /// Length-prefixed text made by `decode`, which answers nil for bytes that are not
+    /// UTF-8; `what` names it in the error.
+    private mutating func readText(_ what: String, _ decode: (UnsafeRawBufferPointer) -> String?) throws(FormatError) -> String {
         let start = offset
-        let bytes = try readLengthPrefixed()
-        guard let key = UTF8Text.key(bytes) else {
-            throw FormatError(reason: "key is not valid UTF-8", offset: start)
+        guard let text = decode(try readLengthPrefixed()) else {
+            throw FormatError(reason: "\(what) is not valid UTF-8", offset: start)
         }
-        return key
+        return text
     }
 }

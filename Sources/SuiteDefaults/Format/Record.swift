@@ -44,7 +44,11 @@ struct Record: Sendable {
     }
 
     /// Whether only a version 2 file may hold this record.
-    var needsVersion2: Bool {
+    var needsVersion2: Bool { Self.needVersion2(operations, flags: flags) }
+
+    /// Whether only a version 2 file may hold a record of `operations` and `flags`:
+    /// flags, or a value stored as a default.
+    static func needVersion2(_ operations: [Operation], flags: Flags) -> Bool {
         !flags.isEmpty || operations.contains { if case .set(_, _, _, true) = $0 { true } else { false } }
     }
 }

@@ -17,8 +17,15 @@ enum UTF8Text {
         }
     }
 
-    /// A key as these bytes spell it, in NFC (the standard library's, as
-    /// `Validation.normalized` writes keys), or nil when they are not valid UTF-8.
+    /// `text` in Unicode NFC, the standard library's, the one its String comparison
+    /// uses (Foundation's `precomposedStringWithCanonicalMapping` is not in
+    /// FoundationEssentials, and differs for some scripts).
+    static func nfc(_ text: String) -> String {
+        String(decoding: text._nfcCodeUnits, as: UTF8.self)
+    }
+
+    /// A key as these bytes spell it, in NFC (`nfc`, as `Validation.normalized` writes
+    /// keys), or nil when they are not valid UTF-8.
     ///
     /// A key in another form (written by another program, or by a library whose
     /// normalizer differed, as Foundation's does for "\u{CCA}\u{CD5}") is read as its
@@ -27,7 +34,7 @@ enum UTF8Text {
     /// (which a compaction would then encode wrongly and trap on).
     static func key(_ bytes: UnsafeRawBufferPointer) -> String? {
         guard bytes.allSatisfy({ $0 < 0x80 }) else {
-            return String(validating: bytes, as: UTF8.self).map { String(decoding: $0._nfcCodeUnits, as: UTF8.self) }
+            return String(validating: bytes, as: UTF8.self).map(nfc)
         }
         return ascii(bytes)
     }

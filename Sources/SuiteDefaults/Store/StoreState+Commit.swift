@@ -26,7 +26,7 @@ extension StoreState {
             throw SuiteError(.suiteTooLarge, suite: suite,
                              message: "The write would grow the suite to \(live) bytes, over its limit of \(limit) bytes (Suite.Options.maximumSuiteSize). Remove keys or store less.")
         }
-        let needsVersion2 = !flags.isEmpty || operations.contains { if case .set(_, _, _, true) = $0 { true } else { false } }
+        let needsVersion2 = Record.needVersion2(operations, flags: flags)
         if dataFile == nil { try createDataFile(durable: durability == .durable, version2: needsVersion2) }
         if needsVersion2, try dataFileVersion() < 2 {
             // Older libraries would take the new record for damage; they refuse a

@@ -269,14 +269,7 @@ final class SuiteStore: Sendable {
                 return try state.commit(effect.changes ? operations : [], durability: durability, options: options,
                                         liveBytesAfter: effect.liveBytes)
             }
-            func changes(_ operation: Operation) -> Bool {
-                switch operation {
-                case .set(let key, let value, _, let asDefault):
-                    state.contents.entry(forKey: key).map { !$0.value.isStored(identicallyTo: value) || $0.isDefault != asDefault } ?? true
-                case .remove(let key): state.contents[key] != nil
-                case .removeAll: state.contents.count > 0
-                }
-            }
+            func changes(_ operation: Operation) -> Bool { state.contents.effect(of: operation).changes }
             // Most commits change all they hold: they go on as they are, without a copy.
             var allChange = true
             for operation in operations where !changes(operation) { allChange = false }
