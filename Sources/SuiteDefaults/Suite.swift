@@ -208,6 +208,14 @@ public final class Suite: SuiteWritable, Sendable {
         package var isDefault: Bool
     }
 
+    /// The stored value of `key` with whether it is a first-access default; nil when
+    /// absent.
+    package func storedEntry(forKey key: String) -> StoredEntry? {
+        store.read(lockTimeout: options.lockTimeout) { contents in
+            contents.entry(forKey: key).map { StoredEntry(value: $0.value, isDefault: $0.isDefault) }
+        }
+    }
+
     /// Every stored value with whether it is a first-access default: what a mirror
     /// compares with what it last sent.
     package func storedEntries() -> [String: StoredEntry] {

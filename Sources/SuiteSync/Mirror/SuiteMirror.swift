@@ -130,7 +130,7 @@ final class MirrorSide {
 
     /// The local value's typed JSON text and whether it is a default; nil when absent.
     func local(_ key: String) -> (text: String, isDefault: Bool)? {
-        suite.storedEntries()[key].map { ($0.value.jsonText(style: .typed), $0.isDefault) }
+        suite.storedEntry(forKey: key).map { ($0.value.jsonText(style: .typed), $0.isDefault) }
     }
 }
 
