@@ -51,7 +51,7 @@ extension Suite {
     public static func removeFiles(named name: String, directory: URL? = nil, options: Options = Options()) throws -> [URL] {
         let name = Validation.normalized(name)
         try Validation.checkSuiteName(name)
-        let path = PathNormalization.standardized((directory ?? defaultDirectory()).filePath)
+        let path = PathNormalization.standardized(directory?.filePath ?? defaultDirectoryPath())
         let handle: DirectoryHandle
         do {
             handle = try SuiteFiles.openDirectory(path: path, sharing: options.sharing, suite: name, creating: false)

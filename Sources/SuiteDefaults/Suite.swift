@@ -72,7 +72,7 @@ public final class Suite: SuiteWritable, Sendable {
         let name = Validation.normalized(name)
         try Validation.checkSuiteName(name)
         self.name = name
-        self.directoryPath = PathNormalization.standardized((directory ?? Suite.defaultDirectory()).filePath)
+        self.directoryPath = PathNormalization.standardized(directory?.filePath ?? Suite.defaultDirectoryPath())
         self.options = options
         self.store = try StoreRegistry.store(named: name, directoryPath: directoryPath, sharing: options.sharing,
                                              lockTimeout: options.lockTimeout)

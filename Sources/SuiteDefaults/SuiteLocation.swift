@@ -11,21 +11,31 @@ extension Suite {
     public static func defaultDirectory(
         environment: [String: String] = ProcessInfo.processInfo.environment
     ) -> URL {
-        if let explicit = environment["SUITE_DEFAULTS_DIR"], !explicit.isEmpty {
-            return URL(fileURLWithPath: explicit, isDirectory: true)
-        }
-        // The XDG specification says to ignore a relative XDG_CONFIG_HOME.
-        if let config = environment["XDG_CONFIG_HOME"], config.hasPrefix("/") {
-            return URL(fileURLWithPath: config, isDirectory: true).appendingPathComponent("suite-defaults", isDirectory: true)
-        }
-        return URL(fileURLWithPath: homeDirectory(environment: environment), isDirectory: true)
-            .appendingPathComponent(".config", isDirectory: true)
-            .appendingPathComponent("suite-defaults", isDirectory: true)
+        URL(fileURLWithPath: defaultDirectoryPath { environment[$0] }, isDirectory: true)
     }
 
-    private static func homeDirectory(environment: [String: String]) -> String {
-        if let home = environment["HOME"], !home.isEmpty { return home }
-        return ProcessIdentity.homeDirectoryFromUserDatabase() ?? "/"
+    /// The path of `defaultDirectory(environment:)`, with `variable` giving the
+    /// environment's values (the process's own when not given). Made of strings
+    /// alone: a widget opening its suite in the default place then runs none of
+    /// `URL`'s parsing, whose code is pages of memory it would touch for this only.
+    static func defaultDirectoryPath(_ variable: (String) -> String? = Environment.value) -> String {
+        if let explicit = variable("SUITE_DEFAULTS_DIR"), !explicit.isEmpty { return explicit }
+        // The XDG specification says to ignore a relative XDG_CONFIG_HOME.
+        if let config = variable("XDG_CONFIG_HOME"), config.utf8.first == UInt8(ascii: "/") {
+            return joined(config, "suite-defaults")
+        }
+        let home: String
+        if let value = variable("HOME"), !value.isEmpty {
+            home = value
+        } else {
+            home = ProcessIdentity.homeDirectoryFromUserDatabase() ?? "/"
+        }
+        return joined(joined(home, ".config"), "suite-defaults")
+    }
+
+    /// `directory/name`, with one slash between them.
+    private static func joined(_ directory: String, _ name: String) -> String {
+        directory.utf8.last == UInt8(ascii: "/") ? directory + name : directory + "/" + name
     }
 
     /// Whether a suite file exists, without opening or creating anything: false also

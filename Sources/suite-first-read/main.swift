@@ -36,40 +36,50 @@ func fail(_ status: Int32, _ message: String) -> Never {
     exit(status)
 }
 
+/// Opens the suite as a widget does, by name in the default place, which the
+/// environment names (`SUITE_DEFAULTS_DIR`, as a session would set it): made of strings
+/// alone, without `URL`'s parsing.
 func open(_ directory: String, _ name: String) -> Suite {
+    setenv("SUITE_DEFAULTS_DIR", directory, 1)
     do {
-        return try Suite(named: name, directory: URL(fileURLWithPath: directory, isDirectory: true))
+        return try Suite(named: name)
     } catch {
         fail(3, "\(error)")
     }
 }
 
-let usage = "usage: suite-first-read DIR SUITE KEY | --memory DIR SUITE [COUNT] | --bare [--memory]"
-let arguments = Array(CommandLine.arguments.dropFirst())
-switch arguments.first {
-case "--bare":
-    guard arguments.count <= 2, arguments.count == 1 || arguments[1] == "--memory" else { fail(2, usage) }
-    print(arguments.count == 2 ? "peak_rss_kib \(peakResidentKiB()) keys 0" : "bare")
-case "--memory":
-    guard arguments.count == 3 || arguments.count == 4 else { fail(2, usage) }
-    let suite = open(arguments[1], arguments[2])
-    if arguments.count == 4 {
-        guard let count = Int(arguments[3]), count >= 0 else { fail(2, usage) }
-        var found = 0
-        for index in 0..<count where suite.string(forKey: "key.\(index)") != nil { found += 1 }
-        print("peak_rss_kib \(peakResidentKiB()) keys \(found)")
-    } else {
-        // Every value read once, as a widget that shows them all would.
-        let values = suite.storedValues()
-        print("peak_rss_kib \(peakResidentKiB()) keys \(values.count)")
-        withExtendedLifetime(values) {}
+/// The whole program, in a function rather than top-level code: top-level code is
+/// the main actor's, and its closures would check at run time that they run there,
+/// touching the concurrency runtime, which is not what a widget's store costs.
+func run(_ arguments: [String]) -> Never {
+    let usage = "usage: suite-first-read DIR SUITE KEY | --memory DIR SUITE [COUNT] | --bare [--memory]"
+    switch arguments.first {
+    case "--bare":
+        guard arguments.count <= 2, arguments.count == 1 || arguments[1] == "--memory" else { fail(2, usage) }
+        print(arguments.count == 2 ? "peak_rss_kib \(peakResidentKiB()) keys 0" : "bare")
+    case "--memory":
+        guard arguments.count == 3 || arguments.count == 4 else { fail(2, usage) }
+        let suite = open(arguments[1], arguments[2])
+        if arguments.count == 4 {
+            guard let count = Int(arguments[3]), count >= 0 else { fail(2, usage) }
+            var found = 0
+            for index in 0..<count where suite.string(forKey: "key.\(index)") != nil { found += 1 }
+            print("peak_rss_kib \(peakResidentKiB()) keys \(found)")
+        } else {
+            // Every value read once, as a widget that shows them all would.
+            let values = suite.storedValues()
+            print("peak_rss_kib \(peakResidentKiB()) keys \(values.count)")
+            withExtendedLifetime(values) {}
+        }
+        withExtendedLifetime(suite) {}
+    default:
+        guard arguments.count == 3 else { fail(2, usage) }
+        guard let value = open(arguments[0], arguments[1]).string(forKey: arguments[2]) else {
+            fail(1, "no string for the key \(arguments[2])")
+        }
+        print(value)
     }
-    withExtendedLifetime(suite) {}
-default:
-    guard arguments.count == 3 else { fail(2, usage) }
-    guard let value = open(arguments[0], arguments[1]).string(forKey: arguments[2]) else {
-        fail(1, "no string for the key \(arguments[2])")
-    }
-    print(value)
+    exit(0)
 }
-exit(0)
+
+run(Array(CommandLine.arguments.dropFirst()))

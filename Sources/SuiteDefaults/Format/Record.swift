@@ -199,24 +199,29 @@ enum RecordFormat {
         var reader = ByteReader(buffer, from: offset + headerSize, to: end - 4)
         var sets = 0
         do {
-            while !reader.isAtEnd {
-                switch OperationCode(rawValue: try reader.readByte()) {
-                case .set, .setDefault:
-                    _ = try reader.readLengthPrefixed()
-                    try ValueEncoding.skip(from: &reader)
-                    sets += 1
-                case .remove:
-                    _ = try reader.readLengthPrefixed()
-                case .removeAll:
-                    break
-                case nil:
-                    return nil
-                }
-            }
+            while !reader.isAtEnd { if try skipOperation(from: &reader) { sets += 1 } }
         } catch {
             return nil
         }
         return sets
+    }
+
+    /// Moves past one operation, checking only its framing; true for a set.
+    static func skipOperation(from reader: inout ByteReader) throws(FormatError) -> Bool {
+        let start = reader.offset
+        switch OperationCode(rawValue: try reader.readByte()) {
+        case .set, .setDefault:
+            _ = try reader.readLengthPrefixed()
+            try ValueEncoding.skip(from: &reader)
+            return true
+        case .remove:
+            _ = try reader.readLengthPrefixed()
+        case .removeAll:
+            break
+        case nil:
+            throw FormatError(reason: "unknown operation", offset: start)
+        }
+        return false
     }
 
     private enum Verification {
@@ -263,7 +268,16 @@ enum RecordFormat {
     /// Decodes a verified record, handing each operation to `visit` in order.
     private static func decode(_ buffer: UnsafeRawBufferPointer, at offset: Int, end: Int,
                                _ visit: (Operation) -> Void) throws(FormatError) -> Fields {
-        var reader = ByteReader(buffer, from: offset + 8, to: end - 4)
+        var reader = ByteReader(buffer, from: offset, to: end - 4)
+        let fields = try decodeFields(from: &reader)
+        while !reader.isAtEnd { visit(try decodeOperation(from: &reader, in: fields.kind)) }
+        return fields
+    }
+
+    /// Reads the fixed fields of the record whose header starts at the reader.
+    static func decodeFields(from reader: inout ByteReader) throws(FormatError) -> Fields {
+        let offset = reader.offset
+        _ = try reader.readBytes(8)  // the magic and the payload length, checked by `verify`
         let sequence = try reader.read(UInt64.self)
         let timestamp = try reader.read(Int64.self)
         let pid = try reader.read(Int32.self)
@@ -272,23 +286,25 @@ enum RecordFormat {
         guard let kind = Record.Kind(rawValue: rawKind) else {
             throw FormatError(reason: "unknown record kind \(rawKind)", offset: offset)
         }
-        while !reader.isAtEnd {
-            let start = reader.offset
-            let rawCode = try reader.readByte()
-            switch OperationCode(rawValue: rawCode) {
-            case let code? where code == .set || code == .setDefault:
-                let key = try reader.readKey()
-                let valueStart = reader.offset
-                let value = try ValueEncoding.decode(from: &reader)
-                visit(.set(key: key, value: value, size: reader.offset - valueStart, asDefault: code == .setDefault))
-            case .remove where kind == .transaction:
-                visit(.remove(key: try reader.readKey()))
-            case .removeAll where kind == .transaction:
-                visit(.removeAll)
-            default:
-                throw FormatError(reason: "operation \(rawCode) is not valid in this record", offset: start)
-            }
-        }
         return Fields(kind: kind, sequence: sequence, timestamp: timestamp, pid: pid, flags: flags)
+    }
+
+    /// Reads one operation of a record of `kind` (a snapshot holds only sets).
+    static func decodeOperation(from reader: inout ByteReader, in kind: Record.Kind) throws(FormatError) -> Operation {
+        let start = reader.offset
+        let rawCode = try reader.readByte()
+        switch OperationCode(rawValue: rawCode) {
+        case let code? where code == .set || code == .setDefault:
+            let key = try reader.readKey()
+            let valueStart = reader.offset
+            let value = try ValueEncoding.decode(from: &reader)
+            return .set(key: key, value: value, size: reader.offset - valueStart, asDefault: code == .setDefault)
+        case .remove where kind == .transaction:
+            return .remove(key: try reader.readKey())
+        case .removeAll where kind == .transaction:
+            return .removeAll
+        default:
+            throw FormatError(reason: "operation \(rawCode) is not valid in this record", offset: start)
+        }
     }
 }

@@ -241,22 +241,24 @@ final class StoreState: @unchecked Sendable {
             try damageFound(exclusive: exclusive)
             return nil
         }
-        let bytes: [UInt8]
-        do {
-            // Bounded by what is there before anything is read.
-            bytes = length <= status.size ? try descriptor.read(count: length, at: 0) : []
-        } catch {
-            descriptor.close()
-            throw files.error(error, doing: "read the suite file")
-        }
-        let header = bytes.withUnsafeBytes { DataFileHeader.decode($0) }
-        guard length <= status.size, bytes.count == length, header == .valid(fileID: fileID) else {
+        // Bounded by what is there before anything is read.
+        guard length <= status.size else {
             descriptor.close()
             try damageFound(exclusive: exclusive)
             return nil
         }
         if !collectsChanges {
-            guard let replay = Self.contents(of: bytes, from: DataFileHeader.size) else {
+            // Read through a window: opening a large suite holds its table, not its file too.
+            var window = RecordWindow(end: length) { buffer, offset in try descriptor.read(into: buffer, at: offset) }
+            let replay: SuiteContents?
+            do {
+                let header = try window.hold(from: 0, count: DataFileHeader.size) ? window.withBytes { buffer, _ in DataFileHeader.decode(buffer) } : .damaged
+                replay = header == .valid(fileID: fileID) ? try Self.contents(reading: &window, from: DataFileHeader.size) : nil
+            } catch {
+                descriptor.close()
+                throw files.error(error, doing: "read the suite file")
+            }
+            guard let replay else {
                 descriptor.close()
                 try damageFound(exclusive: exclusive)
                 return nil
@@ -265,7 +267,16 @@ final class StoreState: @unchecked Sendable {
             dataFile = descriptor
             contents = replay
         } else {
-            guard let records = Self.records(in: bytes, from: DataFileHeader.size, after: nil) else {
+            let bytes: [UInt8]
+            do {
+                bytes = try descriptor.read(count: length, at: 0)
+            } catch {
+                descriptor.close()
+                throw files.error(error, doing: "read the suite file")
+            }
+            guard bytes.count == length, bytes.withUnsafeBytes({ DataFileHeader.decode($0) }) == .valid(fileID: fileID),
+                  let records = Self.records(in: bytes, from: DataFileHeader.size, after: nil)
+            else {
                 descriptor.close()
                 try damageFound(exclusive: exclusive)
                 return nil
@@ -290,25 +301,23 @@ final class StoreState: @unchecked Sendable {
         for record in records { apply(record) }
     }
 
-    /// The contents that the records from `offset` to the end make, by the rules of
-    /// `records(in:from:after:)`, applied as they are decoded rather than first
-    /// collected: the peak memory of opening a large suite is its table, not its
-    /// table and every record besides.
-    static func contents(of bytes: [UInt8], from offset: Int) -> SuiteContents? {
-        bytes.withUnsafeBytes { buffer -> SuiteContents? in
-            var contents = SuiteContents()
-            var offset = offset
-            var last: UInt64?
-            while offset < buffer.count {
-                guard case .record(let fields, let end) = RecordFormat.apply(buffer, at: offset, limit: buffer.count,
-                                                                            to: &contents, sequenceAfter: last),
-                      fields.kind == .transaction || last == nil
-                else { return nil }
-                last = fields.sequence
-                offset = end
-            }
-            return contents
+    /// The contents that the records from `offset` to the window's end make, by the
+    /// rules of `records(in:from:after:)`, applied as they are decoded rather than
+    /// first collected, and read through the window: the peak memory of opening a
+    /// large suite is its table and the window, not its table and every record
+    /// besides. Nil when a record does not verify or the file ends early.
+    static func contents(reading window: inout RecordWindow, from offset: Int) throws -> SuiteContents? {
+        var contents = SuiteContents()
+        var offset = offset
+        var last: UInt64?
+        while offset < window.end {
+            guard case .record(let fields, let end) = try RecordFormat.apply(&window, at: offset, to: &contents, sequenceAfter: last),
+                  fields.kind == .transaction || last == nil
+            else { return nil }
+            last = fields.sequence
+            offset = end
         }
+        return contents
     }
 
     /// Every record from `offset` to the end, if all of them verify, follow one another

@@ -9,7 +9,7 @@ enum PathNormalization {
     static func standardized(_ path: String) -> String {
         // A relative path (as a URL that is not a file URL gives) is the current
         // directory's, as the file system would take it, never the root's.
-        let path = path.hasPrefix("/") ? path : currentDirectory() + "/" + path
+        let path = path.utf8.first == UInt8(ascii: "/") ? path : currentDirectory() + "/" + path
         // Byte by byte: the generic split and join cost hundreds of microseconds on
         // their first use in a process.
         let slash = UInt8(ascii: "/"), dot = UInt8(ascii: ".")
