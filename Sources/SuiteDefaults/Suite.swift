@@ -169,7 +169,7 @@ public final class Suite: SuiteWritable, Sendable {
     /// Stores `value` for `key`, or removes `key` when `value` is nil.
     public func setValue(_ value: SuiteValue?, forKey key: String, durability: Durability) throws {
         let operation = try Operation.validated(value, forKey: key, suite: name, maximumValueSize: options.maximumValueSize)
-        try store.commit([operation], durability: durability, options: options)
+        try store.commit(operation, durability: durability, options: options)
     }
 
     /// Stores a value with the given durability, whatever the suite's default.
@@ -179,7 +179,7 @@ public final class Suite: SuiteWritable, Sendable {
 
     /// Removes every stored key.
     public func removeAll() throws {
-        try store.commit([.removeAll], durability: options.durability, options: options)
+        try store.commit(.removeAll, durability: options.durability, options: options)
     }
 
     /// Runs `body` as one transaction under the suite's exclusive lock: its reads see

@@ -6,11 +6,11 @@
 /// whole block, so keep it short, and use the transaction, not the suite, inside it.
 public final class SuiteTransaction: SuiteWritable {
     private let suite: String
-    private let maximumValueSize: Int
-    private let defaults: [String: SuiteValue]
+    private let defaults: RegisteredDefaults
     // A transaction belongs to the one thread running its block (it is not
     // Sendable), so its properties skip the runtime's exclusivity checks, which cost
     // an update more than its bookkeeping.
+    @exclusivity(unchecked) private var maximumValueSize: Int
     /// The committed state at the start; released when the transaction ends, so that
     /// applying the commit does not copy it.
     @exclusivity(unchecked) private var base: SuiteContents?
@@ -24,11 +24,24 @@ public final class SuiteTransaction: SuiteWritable {
     @exclusivity(unchecked) private var clearsAll = false
     @exclusivity(unchecked) private var isOpen = true
 
-    init(suite: String, base: SuiteContents, defaults: [String: SuiteValue], maximumValueSize: Int) {
+    init(suite: String, base: SuiteContents, defaults: RegisteredDefaults, maximumValueSize: Int) {
         self.suite = suite
         self.base = base
         self.defaults = defaults
         self.maximumValueSize = maximumValueSize
+    }
+
+    /// Makes a transaction that ended, and that nothing else holds, a new one: the
+    /// store keeps one to use again, which saves every update making an object and
+    /// its list of writes.
+    func reopen(base: SuiteContents, maximumValueSize: Int) {
+        precondition(!isOpen, "A SuiteTransaction was reopened while open.")
+        self.base = base
+        self.maximumValueSize = maximumValueSize
+        writes.removeAll(keepingCapacity: true)
+        if !positions.isEmpty { positions = [:] }
+        clearsAll = false
+        isOpen = true
     }
 
     private func checkOpen() {
@@ -98,11 +111,17 @@ public final class SuiteTransaction: SuiteWritable {
     /// Ends the transaction and returns what it changed: one operation per key whose
     /// value differs from the committed state, after a `removeAll` if there was one;
     /// and the live size of the suite after them, found in the same lookup of each key.
-    func finish() -> (operations: [Operation], liveBytesAfter: Int) {
+    /// For a single set, the usual transaction, also the slot of its key, which the
+    /// commit stores at without looking the key up again.
+    func finish() -> (operations: [Operation], liveBytesAfter: Int, slot: SuiteContents.Slot?) {
         isOpen = false
         defer { base = nil }
         let base = self.base ?? SuiteContents()
         let clearsAll = self.clearsAll
+        if writes.count == 1, !clearsAll, case .set(let key, let value, let size, let asDefault) = writes[0] {
+            let effect = base.effect(ofSetting: key, to: value, size: size, asDefault: asDefault)
+            return (effect.changes ? writes : [], effect.liveBytes, effect.slot)
+        }
         /// Whether the write changes the key, and by how much it changes the live size
         /// (each key is written once in `writes`, so the growths add up).
         func effect(of operation: Operation) -> (changes: Bool, growth: Int) {
@@ -124,7 +143,7 @@ public final class SuiteTransaction: SuiteWritable {
         // Usually every write changes something: the list goes on as it is.
         var operations = allChange ? writes : writes.filter { effect(of: $0).changes }
         if clearsAll && base.count > 0 { operations.insert(.removeAll, at: 0) }
-        return (operations, liveBytes)
+        return (operations, liveBytes, nil)
     }
 
     /// Ends the transaction without committing anything.

@@ -85,6 +85,13 @@ struct ByteWriter {
 
     /// A length-prefixed UTF-8 string.
     mutating func appendLengthPrefixed(_ string: String) {
+        // Read in place (a native string's bytes are contiguous) rather than through
+        // `withUTF8`, which works on a copy that it may have to make contiguous.
+        let written: Void? = string.utf8.withContiguousStorageIfAvailable { utf8 in
+            appendVarint(UInt64(utf8.count))
+            append(contentsOf: UnsafeRawBufferPointer(utf8))
+        }
+        guard written == nil else { return }
         var string = string
         string.withUTF8 { utf8 in
             appendVarint(UInt64(utf8.count))

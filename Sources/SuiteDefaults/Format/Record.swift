@@ -92,20 +92,12 @@ enum RecordFormat {
             case .removeAll: payloadSize += 1
             }
         }
-        ByteWriter.write(count: overhead + payloadSize, into: &bytes) { writer in
-            writer.append(littleEndian: magic)
-            writer.append(littleEndian: UInt32(payloadSize))
-            writer.append(littleEndian: record.sequence)
-            writer.append(littleEndian: record.timestamp)
-            writer.append(littleEndian: record.pid)
-            writer.append(littleEndian: record.kind.rawValue)
-            writer.append(littleEndian: record.flags.rawValue)
+        write(payloadSize: payloadSize, kind: record.kind, sequence: record.sequence, timestamp: record.timestamp,
+              pid: record.pid, flags: record.flags, into: &bytes) { writer in
             for operation in record.operations {
                 switch operation {
                 case .set(let key, let value, _, let asDefault):
-                    writer.append((asDefault ? OperationCode.setDefault : .set).rawValue)
-                    writer.appendLengthPrefixed(key)
-                    ValueEncoding.encode(value, into: &writer)
+                    writeSet(key: key, value: value, asDefault: asDefault, into: &writer)
                 case .remove(let key):
                     writer.append(OperationCode.remove.rawValue)
                     writer.appendLengthPrefixed(key)
@@ -113,8 +105,39 @@ enum RecordFormat {
                     writer.append(OperationCode.removeAll.rawValue)
                 }
             }
+        }
+    }
+
+    /// Encodes a transaction of one set into `bytes`, as `encode(_:into:)` would a
+    /// `Record` holding it: the most common commit, without the list of operations.
+    static func encodeSet(key: String, value: SuiteValue, valueSize: Int, asDefault: Bool, sequence: UInt64,
+                          timestamp: Int64, pid: Int32, flags: Record.Flags, into bytes: inout [UInt8]) {
+        write(payloadSize: size(ofSetting: key, valueSize: valueSize), kind: .transaction, sequence: sequence,
+              timestamp: timestamp, pid: pid, flags: flags, into: &bytes) { writer in
+            writeSet(key: key, value: value, asDefault: asDefault, into: &writer)
+        }
+    }
+
+    /// Writes the framing of a record around the payload that `payload` writes.
+    private static func write(payloadSize: Int, kind: Record.Kind, sequence: UInt64, timestamp: Int64, pid: Int32,
+                              flags: Record.Flags, into bytes: inout [UInt8], _ payload: (inout ByteWriter) -> Void) {
+        ByteWriter.write(count: overhead + payloadSize, into: &bytes) { writer in
+            writer.append(littleEndian: magic)
+            writer.append(littleEndian: UInt32(payloadSize))
+            writer.append(littleEndian: sequence)
+            writer.append(littleEndian: timestamp)
+            writer.append(littleEndian: pid)
+            writer.append(littleEndian: kind.rawValue)
+            writer.append(littleEndian: flags.rawValue)
+            payload(&writer)
             writer.append(littleEndian: CRC32C.checksum(UnsafeRawBufferPointer(rebasing: writer.written[4...])))
         }
+    }
+
+    private static func writeSet(key: String, value: SuiteValue, asDefault: Bool, into writer: inout ByteWriter) {
+        writer.append((asDefault ? OperationCode.setDefault : .set).rawValue)
+        writer.appendLengthPrefixed(key)
+        ValueEncoding.encode(value, into: &writer)
     }
 
     /// What reading a record at an offset found: the record (or, when applied as it

@@ -11,29 +11,69 @@ extension StoreState {
     /// (flags, or a value stored as a default) first rewrites a version 1 file as 2.
     func commit(_ operations: [Operation], durability: Suite.Durability, options: Suite.Options,
                 liveBytesAfter: Int? = nil, flags: Record.Flags = []) throws {
+        guard let start = try beginCommit(empty: operations.isEmpty, liveBytesAfter: liveBytesAfter ?? contents.liveBytes(after: operations),
+                                          needsVersion2: Record.needVersion2(operations, flags: flags),
+                                          durability: durability, options: options)
+        else { return }
+        let record = Record(kind: .transaction, sequence: start.sequence, timestamp: WallClock.nanosecondsSince1970(),
+                            pid: ProcessIdentity.id, operations: operations, flags: flags)
+        try appendRecord(start, durability: durability) { RecordFormat.encode(record, into: &$0) }
+        apply(record)
+        compactIfNeeded(options: options, durable: durability == .durable)
+    }
+
+    /// `commit(_:durability:options:liveBytesAfter:flags:)` of the single set of
+    /// `key`, the most common commit, with the slot of the key that the caller's
+    /// `effect(ofSetting:to:size:asDefault:)` found: neither a list of operations nor
+    /// a second lookup of the key.
+    func commitSet(key: String, value: SuiteValue, size: Int, asDefault: Bool, slot: SuiteContents.Slot,
+                   liveBytesAfter: Int, durability: Suite.Durability, options: Suite.Options, flags: Record.Flags = []) throws {
+        guard let start = try beginCommit(empty: false, liveBytesAfter: liveBytesAfter, needsVersion2: asDefault || !flags.isEmpty,
+                                          durability: durability, options: options)
+        else { return }
+        let timestamp = WallClock.nanosecondsSince1970(), pid = ProcessIdentity.id
+        try appendRecord(start, durability: durability) { bytes in
+            RecordFormat.encodeSet(key: key, value: value, valueSize: size, asDefault: asDefault, sequence: start.sequence,
+                                   timestamp: timestamp, pid: pid, flags: flags, into: &bytes)
+        }
+        applySet(key, value: value, size: size, asDefault: asDefault, at: slot,
+                 record: (sequence: start.sequence, timestamp: timestamp, pid: pid, flags: flags))
+        compactIfNeeded(options: options, durable: durability == .durable)
+    }
+
+    /// Where a commit starts: the shared header and data file it writes, and its
+    /// sequence number.
+    struct CommitStart {
+        let header: SharedHeader
+        let dataFile: FileDescriptor
+        let sequence: UInt64
+    }
+
+    /// Everything a commit checks and prepares before it encodes its record; nil when
+    /// there is nothing to write (an empty commit, made durable if asked).
+    private func beginCommit(empty: Bool, liveBytesAfter live: Int, needsVersion2: Bool, durability: Suite.Durability,
+                             options: Suite.Options) throws -> CommitStart? {
         try checkSameProcess()
         guard writable, let header else {
             throw SuiteError(.readOnly, suite: suite, path: files.dataPath,
                              message: "This process may only read the suite (its files or directory are not writable).")
         }
-        guard !operations.isEmpty else {
+        guard !empty else {
             if durability == .durable { try synchronizeToDisk() }
-            return
+            return nil
         }
-        let live = liveBytesAfter ?? contents.liveBytes(after: operations)
         let limit = options.effectiveMaximumSuiteSize
         if live > limit && live > contents.liveBytes {
             throw SuiteError(.suiteTooLarge, suite: suite,
                              message: "The write would grow the suite to \(live) bytes, over its limit of \(limit) bytes (Suite.Options.maximumSuiteSize). Remove keys or store less.")
         }
-        let needsVersion2 = Record.needVersion2(operations, flags: flags)
         if dataFile == nil { try createDataFile(durable: durability == .durable, version2: needsVersion2) }
         if needsVersion2, try dataFileVersion() < 2 {
             // Older libraries would take the new record for damage; they refuse a
             // version 2 file as a whole instead, and leave it alone.
             try compact(durable: durability == .durable, historyLimit: options.changeHistorySize, version2: true)
         }
-        guard let dataFile else { return }
+        guard let dataFile else { return nil }
 
         // Every number below comes from this process's own catch-up, which checked
         // it, never from the shared page again: another process may write that page
@@ -46,19 +86,22 @@ extension StoreState {
             throw SuiteError(.corruptFile, suite: suite, path: files.dataPath,
                              message: "The suite's sequence numbers are used up: a record numbered \(sequence - 1) was written by something other than this library. Nothing was written; export the suite, remove its files and import it again.")
         }
-        let record = Record(kind: .transaction, sequence: sequence,
-                            timestamp: WallClock.nanosecondsSince1970(), pid: ProcessIdentity.id, operations: operations,
-                            flags: flags)
-        // Encoded into storage kept from the last commit, unless that grew large.
+        return CommitStart(header: header, dataFile: dataFile, sequence: sequence)
+    }
+
+    /// Encodes a record with `encode` (into storage kept from the last commit, unless
+    /// that grew large), appends it at the committed end and publishes it.
+    private func appendRecord(_ commit: CommitStart, durability: Suite.Durability, _ encode: (inout [UInt8]) -> Void) throws {
         var bytes = recordBuffer
         recordBuffer = []
         defer { if bytes.capacity <= Self.keptRecordBufferSize { recordBuffer = bytes } }
-        RecordFormat.encode(record, into: &bytes)
+        encode(&bytes)
         let start = view.length
         guard start + bytes.count <= FormatLimits.maximumFileSize else {
             throw SuiteError(.suiteTooLarge, suite: suite, path: files.dataPath,
                              message: "The suite file would grow past \(FormatLimits.maximumFileSize) bytes, the most a suite file may have, because compaction keeps failing (see the compactionFailed diagnostics). Nothing was written.")
         }
+        let header = commit.header, dataFile = commit.dataFile
         let generation = view.generation
         header.committerPID = ProcessIdentity.id
         header.publish(generation: generation &+ 1)
@@ -83,13 +126,11 @@ extension StoreState {
         }
         SuiteFaultInjection.reach(.recordWritten)
         header.setCommitted(length: start + bytes.count, dataFileID: view.dataFileID)
-        header.setLastSequence(record.sequence)
+        header.setLastSequence(commit.sequence)
         header.publish(generation: generation &+ 2)
         SuiteFaultInjection.reach(.committed)
-        apply(record)
         view = View(generation: generation &+ 2, dataFileID: view.dataFileID, length: start + bytes.count,
-                    lastSequence: record.sequence, isLoaded: true)
-        compactIfNeeded(options: options, durable: durability == .durable)
+                    lastSequence: commit.sequence, isLoaded: true)
     }
 
     /// Creates the data file for the first write: written whole under a temporary

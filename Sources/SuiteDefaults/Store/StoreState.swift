@@ -354,6 +354,18 @@ final class StoreState: @unchecked Sendable {
                                              changes: changes, isMirrored: record.flags.contains(.mirrored)))
     }
 
+    /// Applies a commit of the single set of `key`, at the slot that the commit's
+    /// `effect(ofSetting:to:size:asDefault:)` found, recording its change while
+    /// `collectsChanges` as `apply(_:)` does a record's.
+    func applySet(_ key: String, value: SuiteValue, size: Int, asDefault: Bool, at slot: SuiteContents.Slot,
+                  record: (sequence: UInt64, timestamp: Int64, pid: Int32, flags: Record.Flags)) {
+        guard !collectsChanges else {
+            return apply(Record(kind: .transaction, sequence: record.sequence, timestamp: record.timestamp, pid: record.pid,
+                                operations: [.set(key: key, value: value, size: size, asDefault: asDefault)], flags: record.flags))
+        }
+        contents.set(value, forKey: key, size: size, asDefault: asDefault, at: slot, sequence: record.sequence)
+    }
+
     /// Replaces the contents with a state read whole, recording the net change of
     /// every key while `collectsChanges` (unless the new state is known to be the same
     /// as the old one, only read in another form).

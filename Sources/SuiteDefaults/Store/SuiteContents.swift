@@ -28,7 +28,12 @@ struct SuiteContents: Sendable {
         }
     }
 
-    private(set) var entries: [String: Entry] = [:]
+    private(set) var entries: [String: Entry] = [:] {
+        didSet { revision &+= 1 }
+    }
+    /// Counts the changes to the table: an index into it (a `Slot`) is used only
+    /// while this is what it was.
+    private var revision: UInt64 = 0
     /// The sum of the entries' sizes: what a compacted file would hold.
     private(set) var liveBytes = 0
     /// The sequence number of the last record applied.
@@ -49,15 +54,45 @@ struct SuiteContents: Sendable {
     func effect(of operation: Operation) -> (changes: Bool, liveBytes: Int) {
         switch operation {
         case .set(let key, let value, let size, let asDefault):
-            let old = entries[key]
-            if let old, old.value.isStored(identicallyTo: value), old.isDefault == asDefault { return (false, liveBytes) }
-            return (true, liveBytes - (old?.size ?? 0) + RecordFormat.size(ofSetting: key, valueSize: size))
+            let effect = effect(ofSetting: key, to: value, size: size, asDefault: asDefault)
+            return (effect.changes, effect.liveBytes)
         case .remove(let key):
             guard let old = entries[key] else { return (false, liveBytes) }
             return (true, liveBytes - old.size)
         case .removeAll:
             return (!entries.isEmpty, 0)
         }
+    }
+
+    /// Where a key is in the table, so that `set(_:forKey:size:asDefault:at:sequence:)`
+    /// stores it without looking it up again.
+    struct Slot {
+        fileprivate let index: Dictionary<String, Entry>.Index?
+        fileprivate let revision: UInt64
+    }
+
+    /// `effect(of:)` for setting `key`, with the slot of the key.
+    func effect(ofSetting key: String, to value: SuiteValue, size: Int, asDefault: Bool) -> (changes: Bool, liveBytes: Int, slot: Slot) {
+        let slot = Slot(index: entries.index(forKey: key), revision: revision)
+        let newSize = RecordFormat.size(ofSetting: key, valueSize: size)
+        guard let index = slot.index else { return (true, liveBytes + newSize, slot) }
+        let old = entries.values[index]
+        if old.value.isStored(identicallyTo: value), old.isDefault == asDefault { return (false, liveBytes, slot) }
+        return (true, liveBytes - old.size + newSize, slot)
+    }
+
+    /// Applies a record holding only the setting of `key`, numbered `sequence`, at the
+    /// slot that `effect(ofSetting:to:size:asDefault:)` found (looked up again if the
+    /// table changed since).
+    mutating func set(_ value: SuiteValue, forKey key: String, size: Int, asDefault: Bool, at slot: Slot, sequence: UInt64) {
+        let entry = Entry(value: value, size: RecordFormat.size(ofSetting: key, valueSize: size), isDefault: asDefault)
+        if slot.revision == revision, let index = slot.index {
+            liveBytes += entry.size - entries.values[index].size
+            entries.values[index] = entry
+        } else {
+            liveBytes += entry.size - (entries.updateValue(entry, forKey: key)?.size ?? 0)
+        }
+        lastSequence = sequence
     }
 
     /// The live size after `operations`, without applying them.

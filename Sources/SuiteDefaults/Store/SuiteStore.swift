@@ -27,6 +27,8 @@ final class SuiteStore: Sendable {
     /// Who receives the commits applied while the state collects changes (the
     /// layer above sets it up when it first wants them).
     private let listener = Locked<(any AppliedCommitListener)?>(nil)
+    /// A transaction that ended, to be used again by the next update.
+    private let spareTransaction = Locked<SuiteTransaction?>(nil)
 
     init(name: String, directory: DirectoryHandle, sharing: Suite.Sharing, lockTimeout: Duration?) throws {
         self.name = name
@@ -258,22 +260,21 @@ final class SuiteStore: Sendable {
 
     // MARK: Writing
 
-    /// Commits operations built outside any lock, dropping those that change nothing
-    /// (as stored: `-0.0` over `0.0` is a change).
-    func commit(_ operations: [Operation], durability: Suite.Durability, options: Suite.Options) throws {
+    /// Commits one operation built outside any lock, unless it changes nothing (as
+    /// stored: `-0.0` over `0.0` is a change): a set, the most common commit, with one
+    /// lookup of its key, which decides whether it changes anything and what size the
+    /// suite grows to, and finds where it goes.
+    func commit(_ operation: Operation, durability: Suite.Durability, options: Suite.Options) throws {
         try exclusively(options: options) { state in
-            if operations.count == 1, let operation = operations.first {
-                // One write, the most common commit: one lookup decides both whether it
-                // changes anything and what size the suite grows to.
+            guard case .set(let key, let value, let size, let asDefault) = operation else {
                 let effect = state.contents.effect(of: operation)
-                return try state.commit(effect.changes ? operations : [], durability: durability, options: options,
+                return try state.commit(effect.changes ? [operation] : [], durability: durability, options: options,
                                         liveBytesAfter: effect.liveBytes)
             }
-            func changes(_ operation: Operation) -> Bool { state.contents.effect(of: operation).changes }
-            // Most commits change all they hold: they go on as they are, without a copy.
-            var allChange = true
-            for operation in operations where !changes(operation) { allChange = false }
-            try state.commit(allChange ? operations : operations.filter(changes), durability: durability, options: options)
+            let effect = state.contents.effect(ofSetting: key, to: value, size: size, asDefault: asDefault)
+            guard effect.changes else { return try state.commit([], durability: durability, options: options) }
+            try state.commitSet(key: key, value: value, size: size, asDefault: asDefault, slot: effect.slot,
+                                liveBytesAfter: effect.liveBytes, durability: durability, options: options)
         }
     }
 
@@ -284,10 +285,18 @@ final class SuiteStore: Sendable {
     func transaction<R>(
         durability: Suite.Durability, options: Suite.Options, flags: Record.Flags = [], _ body: (SuiteTransaction) throws -> R
     ) throws -> R {
-        let defaults = registeredDefaults
-        return try exclusively(options: options) { state in
-            let transaction = SuiteTransaction(suite: name, base: state.contents, defaults: defaults,
+        try exclusively(options: options) { state in
+            var transaction: SuiteTransaction
+            if let spare = spareTransaction.withLock({ spare in defer { spare = nil }; return spare }) {
+                spare.reopen(base: state.contents, maximumValueSize: options.maximumValueSize)
+                transaction = spare
+            } else {
+                transaction = SuiteTransaction(suite: name, base: state.contents, defaults: defaults,
                                                maximumValueSize: options.maximumValueSize)
+            }
+            // Kept for the next update unless the block kept it somewhere (where it
+            // must stay ended).
+            defer { if isKnownUniquelyReferenced(&transaction) { spareTransaction.withLock { $0 = transaction } } }
             let result: R
             let started = MonotonicClock.nanoseconds()
             do {
@@ -299,7 +308,7 @@ final class SuiteStore: Sendable {
                 transaction.abandon()
                 throw error
             }
-            let (operations, liveBytesAfter) = transaction.finish()
+            let (operations, liveBytesAfter, slot) = transaction.finish()
             // A block that ran for long gave time to delete the lock file, after which
             // another process may hold the new one and the two would write at once. (A
             // short one is as safe as a plain write, which does not look again.)
@@ -308,7 +317,12 @@ final class SuiteStore: Sendable {
                 throw SuiteError(.ioFailure, suite: name, path: directoryPath,
                                  message: "The suite's lock file was deleted while the transaction ran, so another process could be writing at the same time; nothing was written. Try again.")
             }
-            try state.commit(operations, durability: durability, options: options, liveBytesAfter: liveBytesAfter, flags: flags)
+            if let slot, operations.count == 1, case .set(let key, let value, let size, let asDefault) = operations[0] {
+                try state.commitSet(key: key, value: value, size: size, asDefault: asDefault, slot: slot,
+                                    liveBytesAfter: liveBytesAfter, durability: durability, options: options, flags: flags)
+            } else {
+                try state.commit(operations, durability: durability, options: options, liveBytesAfter: liveBytesAfter, flags: flags)
+            }
             return result
         }
     }

@@ -1,0 +1,109 @@
+import Foundation
+import Testing
+import TestSupport
+@testable import SuiteDefaults
+
+/// The short paths of the most common commits: a single set stored at the slot its
+/// first lookup found, and an update's transaction object used again.
+@Suite("The single set and the reused transaction commit what the long path does")
+struct CommitPathTests {
+    static func set(_ key: String, _ value: SuiteValue) throws -> SuiteDefaults.Operation {
+        .set(key: key, value: value, size: try ValueEncoding.measure(value))
+    }
+
+    static func record(_ sequence: UInt64, _ operations: [SuiteDefaults.Operation]) -> Record {
+        Record(kind: .transaction, sequence: sequence, timestamp: 0, pid: 1, operations: operations)
+    }
+
+    static func expectSame(_ contents: SuiteContents, _ reference: SuiteContents) {
+        #expect(contents.changes(to: reference).isEmpty, "the values differ")
+        #expect(contents.liveBytes == reference.liveBytes && contents.count == reference.count
+                && contents.lastSequence == reference.lastSequence)
+    }
+
+    @Test(arguments: ["a", "new"])
+    func aSetAtItsSlotIsTheRecordApplied(key: String) throws {
+        var contents = SuiteContents(), reference = SuiteContents()
+        let first = Self.record(1, [try Self.set("a", 1), try Self.set("b", "two")])
+        contents.apply(first)
+        reference.apply(first)
+        let effect = contents.effect(ofSetting: key, to: "three", size: try ValueEncoding.measure("three"), asDefault: false)
+        #expect(effect.changes)
+        contents.set("three", forKey: key, size: try ValueEncoding.measure("three"), asDefault: false, at: effect.slot, sequence: 2)
+        reference.apply(Self.record(2, [try Self.set(key, "three")]))
+        Self.expectSame(contents, reference)
+        #expect(effect.liveBytes == reference.liveBytes)
+    }
+
+    /// A slot found before the table changed (here: the key removed, and the table
+    /// grown, which moves every key) is not used: the key is looked up again.
+    @Test func aSlotFromBeforeAChangeIsNotUsed() throws {
+        var contents = SuiteContents(), reference = SuiteContents()
+        let first = Self.record(1, [try Self.set("a", 1), try Self.set("b", 2)])
+        contents.apply(first)
+        reference.apply(first)
+        let effect = contents.effect(ofSetting: "a", to: 3, size: try ValueEncoding.measure(3), asDefault: false)
+        let change = Self.record(2, [.remove(key: "a")] + (0..<200).map { try! Self.set("k\($0)", .integer($0)) })
+        contents.apply(change)
+        reference.apply(change)
+        contents.set(3, forKey: "a", size: try ValueEncoding.measure(3), asDefault: false, at: effect.slot, sequence: 3)
+        reference.apply(Self.record(3, [try Self.set("a", 3)]))
+        Self.expectSame(contents, reference)
+        #expect(contents["a"] == 3 && contents["b"] == 2 && contents["k199"] == 199)
+    }
+
+    /// The records in the suite file after the first, oldest first.
+    static func records(_ directory: TemporaryDirectory) throws -> [Record] {
+        let bytes = try #require(directory.bytes(of: "reuse.suite"))
+        return try #require(StoreState.records(in: bytes, from: DataFileHeader.size, after: nil))
+    }
+
+    @Test func aReusedTransactionStartsEmpty() throws {
+        let directory = TemporaryDirectory()
+        let suite = try Suite(named: "reuse", directory: directory.url)
+        try suite.update { try $0.set(1, forKey: "a") }
+        try suite.update { try $0.set(2, forKey: "b") }
+        #expect(try Self.records(directory).last?.operations == [try Self.set("b", 2)], "the second commit holds only its own write")
+
+        struct Refused: Error {}
+        #expect(throws: Refused.self) {
+            try suite.update { transaction in
+                try transaction.set(3, forKey: "c")
+                throw Refused()
+            }
+        }
+        try suite.update { try $0.set(4, forKey: "d") }
+        #expect(try Self.records(directory).last?.operations == [try Self.set("d", 4)], "nothing of the abandoned one")
+        #expect(suite.storedValue(forKey: "c") == nil)
+
+        try suite.update { try $0.removeAll() }
+        try suite.update { try $0.set(5, forKey: "e") }
+        try suite.set(6, forKey: "f")
+        try suite.update { try $0.set(7, forKey: "g") }
+        #expect(suite.storedValues() == ["e": 5, "f": 6, "g": 7], "a removal of everything does not carry over")
+    }
+
+    @Test func aTransactionKeptByItsBlockIsNotReused() throws {
+        let directory = TemporaryDirectory()
+        let suite = try Suite(named: "reuse", directory: directory.url)
+        var kept: SuiteTransaction?
+        try suite.update { transaction in
+            kept = transaction
+            try transaction.set(1, forKey: "a")
+        }
+        var second: SuiteTransaction?
+        try suite.update { transaction in
+            second = transaction
+            try transaction.set(2, forKey: "b")
+        }
+        #expect(kept !== second, "a transaction its block kept stays ended")
+        #expect(suite.storedValues() == ["a": 1, "b": 2])
+        var third: SuiteTransaction?
+        second = nil
+        try suite.update { transaction in
+            third = transaction
+            #expect(transaction.storedValue(forKey: "b") == 2)
+        }
+        #expect(third !== kept)
+    }
+}
