@@ -49,7 +49,13 @@ struct Record: Sendable {
     /// Whether only a version 2 file may hold a record of `operations` and `flags`:
     /// flags, or a value stored as a default.
     static func needVersion2(_ operations: [Operation], flags: Flags) -> Bool {
-        !flags.isEmpty || operations.contains { if case .set(_, _, _, true) = $0 { true } else { false } }
+        needVersion2(storingDefault: operations.contains { if case .set(_, _, _, true) = $0 { true } else { false } }, flags: flags)
+    }
+
+    /// Whether only a version 2 file may hold a record with `flags` that stores a
+    /// value as a default (`storingDefault`) or not.
+    static func needVersion2(storingDefault: Bool, flags: Flags) -> Bool {
+        storingDefault || !flags.isEmpty
     }
 }
 

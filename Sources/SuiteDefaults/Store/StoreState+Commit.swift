@@ -28,7 +28,7 @@ extension StoreState {
     /// a second lookup of the key.
     func commitSet(key: String, value: SuiteValue, size: Int, asDefault: Bool, slot: SuiteContents.Slot,
                    liveBytesAfter: Int, durability: Suite.Durability, options: Suite.Options, flags: Record.Flags = []) throws {
-        guard let start = try beginCommit(empty: false, liveBytesAfter: liveBytesAfter, needsVersion2: asDefault || !flags.isEmpty,
+        guard let start = try beginCommit(empty: false, liveBytesAfter: liveBytesAfter, needsVersion2: Record.needVersion2(storingDefault: asDefault, flags: flags),
                                           durability: durability, options: options)
         else { return }
         let timestamp = WallClock.nanosecondsSince1970(), pid = ProcessIdentity.id

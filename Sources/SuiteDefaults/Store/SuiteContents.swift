@@ -1,3 +1,5 @@
+import Synchronization
+
 /// A key whose value a commit changed: the net effect of one record on one key.
 struct KeyChange: Sendable, Equatable {
     var key: String
@@ -31,9 +33,12 @@ struct SuiteContents: Sendable {
     private(set) var entries: [String: Entry] = [:] {
         didSet { revision &+= 1 }
     }
-    /// Counts the changes to the table: an index into it (a `Slot`) is used only
-    /// while this is what it was.
-    private var revision: UInt64 = 0
+    /// Counts the changes to the table: an index into it (a `Slot`) is used only while
+    /// this is what it was. Each new table starts 2^32 beyond the last one made in the
+    /// process, so that a table replaced by another (a repair reads a new one) never
+    /// takes the old one's number.
+    private var revision = Self.revisionBases.add(1, ordering: .relaxed).newValue << 32
+    private static let revisionBases = Atomic<UInt64>(0)
     /// The sum of the entries' sizes: what a compacted file would hold.
     private(set) var liveBytes = 0
     /// The sequence number of the last record applied.
