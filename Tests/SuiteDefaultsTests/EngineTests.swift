@@ -96,4 +96,28 @@ import TestSupport
         #expect(outcome.commits.map(\.kind) == [.netChange])
         #expect(outcome.commits.first?.changes == [KeyChange(key: "b", oldValue: "lost", newValue: nil)])
     }
+
+    /// A catch-up applies another writer's records as it decodes them; one that does
+    /// not verify, after one that does, sends the reader to a repair, which reads the
+    /// file whole: the good record is kept, the damaged one is not, and a copy is kept.
+    @Test(arguments: [false, true])
+    func aCatchUpThatMeetsADamagedRecordRepairs(firstWithTheSharedLock: Bool) throws {
+        let writer = try openState(), reader = try openState()
+        try set("a", 1, in: writer)
+        try exclusively(reader) { _ in }
+        try set("b", 2, in: writer)
+        try set("c", 3, in: writer)
+        var bytes = try #require(directory.bytes(of: "engine.suite"))
+        bytes[bytes.count - 3] ^= 0xFF
+        try directory.write(bytes, to: "engine.suite")
+        if firstWithTheSharedLock {
+            #expect(try reader.tryLockFile(.shared))
+            defer { reader.unlockFile() }
+            #expect(throws: NeedsExclusiveLock.self) { try reader.catchUp(exclusive: false) }
+        }
+        try exclusively(reader) { _ in }
+        #expect(reader.contents.values == ["a": 1, "b": 2], "the verified record kept, the damaged one not")
+        #expect(directory.names().contains { $0.hasPrefix("engine.suite.damaged-") })
+        #expect(reader.takeOutcome().diagnostics.map(\.kind).contains(.repairedDamage))
+    }
 }

@@ -180,12 +180,14 @@ enum RecordFormat {
     /// `contents` one by one as they are decoded, so that no list of them is built:
     /// reading a file of 10,000 keys would otherwise hold all 10,000 twice at once.
     /// On `.invalid`, `contents` may hold part of the record and must be dropped.
-    static func apply(_ buffer: UnsafeRawBufferPointer, at offset: Int, limit: Int,
-                      to contents: inout SuiteContents, sequenceAfter last: UInt64?) -> ParseOutcome<Fields> {
+    /// With `onlyTransactions`, a snapshot is refused before anything is applied.
+    static func apply(_ buffer: UnsafeRawBufferPointer, at offset: Int, limit: Int, to contents: inout SuiteContents,
+                      sequenceAfter last: UInt64?, onlyTransactions: Bool = false) -> ParseOutcome<Fields> {
         decodeVerified(buffer, at: offset, limit: limit) { end throws(FormatError) in
             let kind = Record.Kind(rawValue: UInt16(littleEndian: buffer.loadUnaligned(fromByteOffset: offset + 28, as: UInt16.self)))
             let sequence = UInt64(littleEndian: buffer.loadUnaligned(fromByteOffset: offset + 8, as: UInt64.self))
             if let last, sequence <= last { throw FormatError(reason: "record out of sequence", offset: offset) }
+            if onlyTransactions && kind != .transaction { throw FormatError(reason: "a snapshot after the first record", offset: offset) }
             if let kind { contents.begin(kind) }
             // A large record into an empty table (a snapshot, an import): the table is
             // made its final size at once, so that its last growth does not hold the

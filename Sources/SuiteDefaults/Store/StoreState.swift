@@ -286,7 +286,10 @@ final class StoreState: @unchecked Sendable {
         return status
     }
 
-    /// Reads and applies the records in `start ..< end` of the current data file.
+    /// Reads and applies the records in `start ..< end` of the current data file: as
+    /// they are decoded, unless changes are collected (which keeps the records). A
+    /// record that does not verify sends the caller to a repair, which reads the whole
+    /// file again, whatever was applied before it.
     private func readRecords(from start: Int, to end: Int, exclusive: Bool) throws {
         guard let dataFile else { return try damageFound(exclusive: exclusive) }
         let bytes: [UInt8]
@@ -295,10 +298,25 @@ final class StoreState: @unchecked Sendable {
         } catch {
             throw files.error(error, doing: "read the suite file")
         }
-        guard bytes.count == end - start, let records = Self.records(in: bytes, from: 0, after: contents.lastSequence),
-              records.allSatisfy({ $0.kind == .transaction })
-        else { return try damageFound(exclusive: exclusive) }
-        for record in records { apply(record) }
+        guard bytes.count == end - start else { return try damageFound(exclusive: exclusive) }
+        guard !collectsChanges else {
+            guard let records = Self.records(in: bytes, from: 0, after: contents.lastSequence),
+                  records.allSatisfy({ $0.kind == .transaction })
+            else { return try damageFound(exclusive: exclusive) }
+            for record in records { apply(record) }
+            return
+        }
+        let applied = bytes.withUnsafeBytes { buffer -> Bool in
+            var offset = 0
+            while offset < buffer.count {
+                guard case .record(_, let next) = RecordFormat.apply(buffer, at: offset, limit: buffer.count, to: &contents,
+                                                                     sequenceAfter: contents.lastSequence, onlyTransactions: true)
+                else { return false }
+                offset = next
+            }
+            return true
+        }
+        if !applied { try damageFound(exclusive: exclusive) }
     }
 
     /// The contents that the records from `offset` to the window's end make, by the
