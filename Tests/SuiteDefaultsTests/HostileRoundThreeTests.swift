@@ -289,3 +289,138 @@ extension HostileRoundThreeTests {
         #expect(built == published, "\(shown): defaultDirectory(environment:) says \(published.prefix(80)), suites open in \(built.prefix(80))")
     }
 }
+
+// MARK: The single set at its slot
+
+extension HostileRoundThreeTests {
+    /// What the suite file holds, read whole from scratch.
+    static func fileContents(_ directory: TemporaryDirectory, _ name: String) throws -> SuiteContents {
+        guard let bytes = directory.bytes(of: "\(name).suite") else { return SuiteContents() }
+        return try bytes.withUnsafeBytes { try DataFileScan.scan($0, committedLength: nil) }.contents
+    }
+
+    static func expectSameValues(_ served: [String: SuiteValue], _ file: SuiteContents, _ what: String) {
+        #expect(served.count == file.count, "\(what): \(served.count) keys served, \(file.count) in the file")
+        for (key, value) in served where !file[key].isStored(identicallyTo: value) {
+            Issue.record("\(what): \(key.prefix(20)) is served as \(String(describing: value).prefix(40)), the file holds \(String(describing: file[key]).prefix(40))")
+        }
+    }
+
+    /// Threads of one process set, update, set-if-absent, remove and clear the same
+    /// keys (canonically equivalent spellings, a 1024-byte key, -0.0 and 0.0, values
+    /// at the size limit) with compaction after nearly every commit, with and without
+    /// an observer, while the data file is deleted now and then as another process
+    /// would: what the process serves is always what its file holds.
+    @Test(arguments: [false, true])
+    func theSingleSetUnderEverythingAtOnce(observed: Bool) throws {
+        let directory = TemporaryDirectory()
+        var options = Suite.Options()
+        options.compactionSlack = 1
+        options.maximumValueSize = 1500
+        let suite = try Suite(named: "slots", directory: directory.url, options: options)
+        let recorder = ChangeRecorder()
+        let observation = observed ? try suite.observe(onChange: recorder.handler) : nil
+        defer { observation?.cancel() }
+        let longKey = String(repeating: "k", count: 1024)
+        let keys = ["é", "e\u{301}", "a", longKey, "Å", "A\u{30A}", "b"]
+        let values: [SuiteValue] = [.double(0.0), .double(-0.0), .string(String(repeating: "v", count: 1500 - 3)), 1, "x", true]
+        let threads = 4, rounds = 150
+        let done = DispatchSemaphore(value: 0)
+        let failures = Locked<[String]>([])
+        for thread in 0..<threads {
+            Thread {
+                var generator = SplitMix64(seed: UInt64(thread) &+ 77)
+                for _ in 0..<rounds {
+                    let key = keys[Int(generator.next() % UInt64(keys.count))]
+                    let value = values[Int(generator.next() % UInt64(values.count))]
+                    do {
+                        switch generator.next() % 10 {
+                        case 0...3: try suite.setValue(value, forKey: key)
+                        case 4, 5: try suite.update { try $0.setValue(value, forKey: key) }
+                        case 6: _ = try suite.setIfAbsent(value, forKey: key)
+                        case 7: try suite.update { try $0.setValue(suite.registeredDefault(forKey: "none") ?? value, forKey: key); try $0.setValue(value, forKey: key) }
+                        case 8: try suite.removeValue(forKey: key)
+                        default:
+                            if generator.next() % 4 == 0 { try suite.removeAll() } else { _ = unlink(directory.file("slots.suite").path) }
+                        }
+                    } catch {
+                        failures.withLock { $0.append("\(error)") }
+                    }
+                }
+                done.signal()
+            }.start()
+        }
+        for _ in 0..<threads { #expect(done.wait(timeout: .now() + 60) == .success, "a writer thread hung") }
+        #expect(failures.withLock { $0 }.isEmpty, "\(failures.withLock { $0.prefix(3) })")
+        Self.expectSameValues(suite.storedValues(), try Self.fileContents(directory, "slots"), "after the threads")
+        let fresh = try startWorker("get", in: directory, suite: "slots", ["key": "a"])
+        let line = fresh.waitForLine(timeout: .seconds(30)) { $0.hasPrefix("value ") || $0 == "absent" }
+        #expect(line == (suite.storedValue(forKey: "a").map { "value \($0)" } ?? "absent"))
+        fresh.expectSuccess(within: .seconds(30))
+    }
+}
+
+extension HostileRoundThreeTests {
+    /// A full disk (a 200 KiB tmpfs, where this process may mount one): single sets,
+    /// updates and a set-if-absent that needs the file rewritten as version 2 fail
+    /// with an error and store nothing; what is served stays what the file holds.
+    @Test func aFullDiskUnderTheSingleSet() throws {
+        let directory = TemporaryDirectory()
+        let mountPoint = directory.file("small").path
+        #expect(mkdir(mountPoint, 0o700) == 0)
+        guard mount("tmpfs", mountPoint, "tmpfs", 0, "size=200k") == 0 else { return }  // not root: nothing to test here
+        defer { _ = umount2(mountPoint, Int32(MNT_DETACH)) }
+        var options = Suite.Options()
+        options.compactionSlack = 1 << 30  // no compaction: the journal grows until the disk is full
+        let suite = try Suite(named: "full", directory: URL(fileURLWithPath: mountPoint), options: options)
+        // Space to give back at the end.
+        let filler = mountPoint + "/filler"
+        #expect(FileManager.default.createFile(atPath: filler, contents: Data(repeating: 1, count: 48 << 10)))
+        var failedAt: Int?
+        for index in 0..<10_000 {
+            do {
+                if index % 2 == 0 { try suite.set(String(repeating: "z", count: 900) + "\(index)", forKey: "k\(index % 7)") } else {
+                    try suite.update { try $0.set(index, forKey: "n\(index % 5)") }
+                }
+            } catch let error as SuiteError {
+                failedAt = index
+                #expect(error.code == .noSpace, "\(error)")
+                break
+            }
+        }
+        #expect(failedAt != nil, "the disk filled up")
+        Self.expectSameValues(suite.storedValues(), try Self.fileContents(directory, "small/full"), "after the disk filled")
+        let before = suite.storedValues()
+        #expect(throws: SuiteError.self) { _ = try suite.setIfAbsent("default", forKey: "new.key") }
+        #expect(throws: SuiteError.self) { try suite.set(String(repeating: "y", count: 4000), forKey: "k1") }
+        #expect(suite.storedValue(forKey: "new.key") == nil)
+        #expect(suite.storedValues().count == before.count)
+        Self.expectSameValues(suite.storedValues(), try Self.fileContents(directory, "small/full"), "after the failed writes")
+        // Room again: everything works, and the file is whole.
+        #expect(unlink(filler) == 0)
+        try suite.removeAll()
+        try suite.compact()
+        _ = try suite.setIfAbsent("default", forKey: "new.key")
+        #expect(suite.string(forKey: "new.key") == "default")
+        Self.expectSameValues(suite.storedValues(), try Self.fileContents(directory, "small/full"), "after room was made")
+    }
+}
+
+extension HostileRoundThreeTests {
+    /// A record that sets the same key over and over (only a crafted file holds one):
+    /// opening counts its sets and reserves the table for all of them, a table of
+    /// 393,216 places (about 16 MB) for the one key of a 900 KB file, kept for as long
+    /// as the process runs. The table read must be about the size of what it holds.
+    @Test(arguments: [65_536, 1 << 20])
+    func aRecordRepeatingOneKeyLeavesNoHugeTable(windowSize: Int) throws {
+        for (sets, kind) in [(300_000, Record.Kind.snapshot), (300_000, .transaction), (20_000, .transaction)] {
+            var bytes = DataFileHeader.encode(fileID: 5)
+            bytes += RecordFormat.encode(Record(kind: kind, sequence: 1, timestamp: 0, pid: 1, operations: []))
+            Self.reframe(&bytes, recordAt: DataFileHeader.size, payload: Array([[UInt8]](repeating: [1, 0, 5], count: sets).joined()))
+            let contents = try #require(try WindowedReadingTests.windowedContents(bytes, windowSize: windowSize))
+            #expect(contents.count == 1 && contents[""] == .bool(true))
+            #expect(contents.entries.capacity <= 1024,
+                    "\(sets) sets of one key (\(bytes.count) bytes, \(kind)) left a table of \(contents.entries.capacity) places")
+        }
+    }
+}
