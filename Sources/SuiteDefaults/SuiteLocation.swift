@@ -19,18 +19,27 @@ extension Suite {
     /// alone: a widget opening its suite in the default place then runs none of
     /// `URL`'s parsing, whose code is pages of memory it would touch for this only.
     static func defaultDirectoryPath(_ variable: (String) -> String? = Environment.value) -> String {
-        if let explicit = variable("SUITE_DEFAULTS_DIR"), !explicit.isEmpty { return explicit }
+        if let explicit = variable("SUITE_DEFAULTS_DIR"), !explicit.isEmpty { return expandingTilde(explicit) }
         // The XDG specification says to ignore a relative XDG_CONFIG_HOME.
         if let config = variable("XDG_CONFIG_HOME"), config.utf8.first == UInt8(ascii: "/") {
             return joined(config, "suite-defaults")
         }
         let home: String
         if let value = variable("HOME"), !value.isEmpty {
-            home = value
+            home = expandingTilde(value)
         } else {
             home = ProcessIdentity.homeDirectoryFromUserDatabase() ?? "/"
         }
         return joined(joined(home, ".config"), "suite-defaults")
+    }
+
+    /// `path` as `URL(fileURLWithPath:)` takes it, which the default directory was
+    /// made with before it was built from strings: a leading "~" (or "~user") is a
+    /// home directory, as a shell would expand it. Without one, `path` itself, and
+    /// none of `URL`'s parsing runs.
+    private static func expandingTilde(_ path: String) -> String {
+        guard path.utf8.first == UInt8(ascii: "~") else { return path }
+        return URL(fileURLWithPath: path, isDirectory: true).filePath
     }
 
     /// `directory/name`, with one slash between them.

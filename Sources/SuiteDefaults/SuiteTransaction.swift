@@ -24,25 +24,28 @@ public final class SuiteTransaction: SuiteWritable {
     @exclusivity(unchecked) private var clearsAll = false
     @exclusivity(unchecked) private var isOpen = true
 
-    init(suite: String, base: SuiteContents, defaults: RegisteredDefaults, maximumValueSize: Int) {
+    /// - Parameter writes: an empty list whose storage is used again (`recycledWrites()`).
+    init(suite: String, base: SuiteContents, defaults: RegisteredDefaults, maximumValueSize: Int, writes: [Operation] = []) {
         self.suite = suite
         self.base = base
         self.defaults = defaults
         self.maximumValueSize = maximumValueSize
+        precondition(writes.isEmpty, "A transaction starts with no writes.")
+        self.writes = writes
     }
 
-    /// Makes a transaction that ended, and that nothing else holds, a new one: the
-    /// store keeps one to use again, which saves every update making an object and
-    /// its list of writes.
-    func reopen(base: SuiteContents, maximumValueSize: Int) {
-        precondition(!isOpen, "A SuiteTransaction was reopened while open.")
-        self.base = base
-        self.maximumValueSize = maximumValueSize
-        writes.removeAll(keepingCapacity: true)
-        if !positions.isEmpty { positions = [:] }
-        clearsAll = false
-        isOpen = true
+    /// Takes the list of writes of this ended transaction, emptied, for the next
+    /// transaction's: that saves every update making its list anew. Nil when the list
+    /// grew large (it is not kept) or the transaction is open.
+    func recycledWrites() -> [Operation]? {
+        guard !isOpen, writes.capacity <= Self.recycledCapacity else { return nil }
+        var taken: [Operation] = []
+        swap(&taken, &writes)
+        taken.removeAll(keepingCapacity: true)
+        return taken
     }
+
+    private static let recycledCapacity = 64
 
     private func checkOpen() {
         precondition(isOpen, "A SuiteTransaction was used after its update block returned.")

@@ -18,7 +18,7 @@ let syntax = CommandLineSyntax(
         increment, write-keys, ack-loop, invariant-writer, invariant-reader, pause, compact,
         hold-lock, get, try-set, set-if-absent, units-current, units-set, fork-in-transaction,
         fork-observe, hold-lock-spawn, fork-then-hold, fork-read-while-held, many-open,
-        hostile-check, units-trials or fork-pids
+        hostile-check, units-trials, fork-pids or mangle-loop
         """)],
     options: RoleOptions.all + [
         .value("--key2", "KEY", help: "hostile-check: the key written"),
@@ -87,6 +87,36 @@ let diagnostics = SuiteDiagnostics.observe { diagnostic in
 
 if value("report-waiting") != nil {
     SuiteFaultInjection.arm(.waitingForLock) { _ in Output.line("waiting for the lock") }
+}
+
+if command == "mangle-loop" {
+    // A process outside the protocol: takes no lock, opens no suite. Until killed, it
+    // cuts the file KEY (a path) short at sizes around its length, writes the bytes
+    // of the file VALUE back over it, and appends garbage to it, over and over.
+    let target = option("key")
+    guard let original = FileManager.default.contents(atPath: option("value")).map(Array.init), !original.isEmpty else { fail("no original") }
+    var state: UInt64 = 0x9E37_79B9
+    func next() -> Int {
+        state = state &* 6364136223846793005 &+ 1442695040888963407
+        return Int(truncatingIfNeeded: state >> 33)
+    }
+    Output.line("mangling")
+    while true {
+        // Opened by name each time: a repair renames a new file into place.
+        let descriptor = open(target, O_WRONLY)
+        guard descriptor >= 0 else { continue }
+        defer { close(descriptor) }
+        let cut = [0, 31, 32, 68, 65_536, 65_570, original.count / 2, original.count - 4, original.count - 1][next() % 9]
+        _ = ftruncate(descriptor, off_t(max(0, min(cut, original.count))))
+        _ = original.withUnsafeBytes { pwrite(descriptor, $0.baseAddress, $0.count, 0) }
+        if next() % 4 == 0 {
+            let garbage = (0..<(1 + next() % 100)).map { _ in UInt8(truncatingIfNeeded: next()) }
+            _ = garbage.withUnsafeBytes { pwrite(descriptor, $0.baseAddress, $0.count, off_t(original.count)) }
+            _ = ftruncate(descriptor, off_t(original.count))
+        }
+        // Intact for a moment now and then, so that a reader sometimes gets through.
+        if next() % 2 == 0 { usleep(UInt32(next() % 3000)) }
+    }
 }
 
 let suite: Suite

@@ -203,10 +203,22 @@ struct SuiteContents: Sendable {
         if kind == .snapshot { clear() }
     }
 
-    /// Ends applying a record operation by operation.
+    /// Ends applying a record operation by operation. A table left far larger than
+    /// what it holds is made anew at its size: `reserve(_:)` made room for every set
+    /// of the record, and a crafted record that sets one key over and over would
+    /// otherwise keep room for hundreds of thousands of keys (tens of times its own
+    /// size) for as long as the process runs.
     mutating func finish(sequence: UInt64) {
         lastSequence = sequence
+        if entries.capacity > Self.keptSpareCapacity && entries.capacity / 4 > entries.count {
+            var compact = [String: Entry](minimumCapacity: entries.count)
+            for (key, entry) in entries { compact[key] = entry }
+            entries = compact
+        }
     }
+
+    /// A table whose capacity is at most this is never made anew for being too large.
+    private static let keptSpareCapacity = 256
 
     /// Empties the table, capacity and all: clearing a table costs its capacity, and a
     /// crafted record that sets one key and removes all, over and over, would otherwise

@@ -27,8 +27,11 @@ final class SuiteStore: Sendable {
     /// Who receives the commits applied while the state collects changes (the
     /// layer above sets it up when it first wants them).
     private let listener = Locked<(any AppliedCommitListener)?>(nil)
-    /// A transaction that ended, to be used again by the next update.
-    private let spareTransaction = Locked<SuiteTransaction?>(nil)
+    /// The list of writes of a transaction that ended, emptied, for the next update's
+    /// transaction to use again. Only the list: the transaction object itself is never
+    /// used again, since its block may have kept a weak or unowned reference to it,
+    /// through which a reused object would take writes into a later update.
+    private let spareWrites = Locked<[Operation]>([])
 
     init(name: String, directory: DirectoryHandle, sharing: Suite.Sharing, lockTimeout: Duration?) throws {
         self.name = name
@@ -286,17 +289,16 @@ final class SuiteStore: Sendable {
         durability: Suite.Durability, options: Suite.Options, flags: Record.Flags = [], _ body: (SuiteTransaction) throws -> R
     ) throws -> R {
         try exclusively(options: options) { state in
-            var transaction: SuiteTransaction
-            if let spare = spareTransaction.withLock({ spare in defer { spare = nil }; return spare }) {
-                spare.reopen(base: state.contents, maximumValueSize: options.maximumValueSize)
-                transaction = spare
-            } else {
-                transaction = SuiteTransaction(suite: name, base: state.contents, defaults: defaults,
-                                               maximumValueSize: options.maximumValueSize)
+            var transaction = SuiteTransaction(suite: name, base: state.contents, defaults: defaults,
+                                               maximumValueSize: options.maximumValueSize,
+                                               writes: spareWrites.withLock { spare in defer { spare = [] }; return spare })
+            // Its list of writes is kept for the next update, unless the block kept the
+            // transaction somewhere (where it must stay ended, with what it wrote).
+            defer {
+                if isKnownUniquelyReferenced(&transaction), let writes = transaction.recycledWrites() {
+                    spareWrites.withLock { $0 = writes }
+                }
             }
-            // Kept for the next update unless the block kept it somewhere (where it
-            // must stay ended).
-            defer { if isKnownUniquelyReferenced(&transaction) { spareTransaction.withLock { $0 = transaction } } }
             let result: R
             let started = MonotonicClock.nanoseconds()
             do {
