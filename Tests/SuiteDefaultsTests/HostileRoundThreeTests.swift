@@ -439,8 +439,20 @@ extension HostileRoundThreeTests {
         #expect(WindowedReadingTests.wholeFileContents(bytes) == nil)
         #expect(try WindowedReadingTests.windowedContents(bytes, windowSize: 65_536) == nil)
         let scan = try bytes.withUnsafeBytes { try DataFileScan.scan($0, committedLength: bytes.count) }
-        withKnownIssue("DataFileScan accepts a snapshot after the first record; records(in:) does not") {
-            #expect(scan.verdict != .intact, "the repair keeps a file that opening refuses")
+        #expect(scan.verdict == .damaged, "the repair keeps no file that opening refuses")
+        #expect(scan.contents.values == ["a": true, "b": true], "the later snapshot is skipped, not applied over the keys before it")
+
+        // Opened, the file is repaired once, and then opens as it is.
+        let directory = TemporaryDirectory()
+        try directory.write(bytes, to: "later.suite")
+        do {
+            let suite = try Suite(named: "later", directory: directory.url)
+            #expect(suite.storedValues() == ["a": true, "b": true])
         }
+        let kept = directory.names().filter { $0.hasPrefix("later.suite.damaged-") }
+        #expect(kept.count == 1, "the refused file is kept aside")
+        let reopened = try Suite(named: "later", directory: directory.url)
+        #expect(reopened.storedValues() == ["a": true, "b": true])
+        #expect(directory.names().filter { $0.hasPrefix("later.suite.damaged-") } == kept, "and repaired once, not at every opening")
     }
 }

@@ -69,7 +69,10 @@ struct DataFileScan {
         var clean = scan.verdict == .intact
         while offset < buffer.count {
             switch RecordFormat.parse(buffer, at: offset, limit: buffer.count) {
-            case .record(let record, let end) where record.sequence > scan.contents.lastSequence || scan.recordCount == 0:
+            // Only the first record may be a snapshot, as when a file is opened: a later
+            // one is skipped as damage rather than wiping the keys before it.
+            case .record(let record, let end) where scan.recordCount == 0
+                || (record.sequence > scan.contents.lastSequence && record.kind == .transaction):
                 scan.contents.apply(record)
                 if keepingRecords { scan.records.append(Located(range: offset..<end, record: record)) }
                 scan.recordCount += 1
@@ -80,6 +83,8 @@ struct DataFileScan {
                 switch outcome {
                 case .invalid(let error): problem = error
                 case .incomplete: problem = FormatError(reason: "record cut short", offset: offset)
+                case .record(let record, _) where record.kind == .snapshot:
+                    problem = FormatError(reason: "a snapshot after the first record", offset: offset)
                 case .record: problem = FormatError(reason: "record out of sequence", offset: offset)
                 }
                 if let next = nextRecord(in: buffer, after: offset, budget: &budget) {
