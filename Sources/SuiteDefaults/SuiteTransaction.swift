@@ -6,11 +6,11 @@
 /// whole block, so keep it short, and use the transaction, not the suite, inside it.
 public final class SuiteTransaction: SuiteWritable {
     private let suite: String
+    private let maximumValueSize: Int
     private let defaults: RegisteredDefaults
     // A transaction belongs to the one thread running its block (it is not
     // Sendable), so its properties skip the runtime's exclusivity checks, which cost
     // an update more than its bookkeeping.
-    @exclusivity(unchecked) private var maximumValueSize: Int
     /// The committed state at the start; released when the transaction ends, so that
     /// applying the commit does not copy it.
     @exclusivity(unchecked) private var base: SuiteContents?
