@@ -263,13 +263,12 @@ enum RecordFormat {
 
     /// Checks the framing, the fixed fields and the checksum of the record at `offset`.
     private static func verify(_ buffer: UnsafeRawBufferPointer, at offset: Int, limit: Int) -> Verification {
-        let available = limit - offset
-        for index in 0..<min(4, max(available, 0)) where buffer[offset + index] != magicBytes[index] {
-            return .invalid(FormatError(reason: "no record starts here", offset: offset))
+        let end: Int
+        switch framedEnd(buffer, at: offset, limit: limit) {
+        case .record(let framed, _): end = framed
+        case .incomplete: return .incomplete
+        case .invalid(let error): return .invalid(error)
         }
-        if available < overhead { return .incomplete }
-        let payloadLength = Int(buffer.loadUnaligned(fromByteOffset: offset + 4, as: UInt32.self).littleEndian)
-        let end = offset + overhead + payloadLength
         if end > limit { return .incomplete }
         // The checks that need no checksum first: the checksum costs the whole record.
         if let problem = headerProblem(buffer, at: offset) { return .invalid(problem) }
@@ -279,6 +278,20 @@ enum RecordFormat {
             return .invalid(FormatError(reason: "record checksum mismatch", offset: offset))
         }
         return .verified(end: end)
+    }
+
+    /// Where the record at `offset` ends by its framing alone (its magic and payload
+    /// length), whether or not its bytes are all before `limit`: `.incomplete` when
+    /// fewer than `overhead` bytes are, `.invalid` when no record starts there.
+    static func framedEnd(_ buffer: UnsafeRawBufferPointer, at offset: Int, limit: Int) -> ParseOutcome<Int> {
+        let available = limit - offset
+        for index in 0..<min(4, max(available, 0)) where buffer[offset + index] != magicBytes[index] {
+            return .invalid(FormatError(reason: "no record starts here", offset: offset))
+        }
+        if available < overhead { return .incomplete }
+        let payloadLength = Int(buffer.loadUnaligned(fromByteOffset: offset + 4, as: UInt32.self).littleEndian)
+        let end = offset + overhead + payloadLength
+        return .record(end, end: end)
     }
 
     /// What is wrong with the fixed fields of a record header (at least `overhead`

@@ -9,18 +9,9 @@ extension RecordFormat {
     static func apply(_ window: inout RecordWindow, at offset: Int, to contents: inout SuiteContents,
                       sequenceAfter last: UInt64?) throws -> ParseOutcome<Fields> {
         guard try window.hold(from: offset, count: overhead) else { return .incomplete }
-        let framing: ParseOutcome<Int> = window.withBytes { buffer, start in
-            let local = offset - start
-            let available = buffer.count - local
-            for index in 0..<min(4, available) where buffer[local + index] != magicBytes[index] {
-                return .invalid(FormatError(reason: "no record starts here", offset: offset))
-            }
-            if available < overhead { return .incomplete }
-            let payloadLength = Int(UInt32(littleEndian: buffer.loadUnaligned(fromByteOffset: local + 4, as: UInt32.self)))
-            let end = offset + overhead + payloadLength
-            return .record(end, end: end)
-        }
-        guard case .record(let end, _) = framing else { return framing.withoutValue() }
+        let framing = window.withBytes { buffer, start in framedEnd(buffer, at: offset - start, limit: buffer.count) }
+        guard case .record(let framedEnd, _) = framing else { return framing.withoutValue() }
+        let end = framedEnd + window.start
         if end > window.end { return .incomplete }
         if end - offset <= window.preferredSize {
             guard try window.hold(from: offset, count: end - offset) else { return .incomplete }
