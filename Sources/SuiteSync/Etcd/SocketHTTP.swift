@@ -301,12 +301,7 @@ struct HTTPReplyParser {
             case .done:
                 return true
             case .head:
-                guard let end = pending.range(of: Data("\r\n\r\n".utf8)) else {
-                    guard pending.count <= 65536 else { throw SocketFailure(text: "reply headers too large") }
-                    return false
-                }
-                let head = String(decoding: pending[pending.startIndex..<end.lowerBound], as: UTF8.self)
-                pending = Data(pending[end.upperBound...])
+                guard let head = try takeText(endingWith: "\r\n\r\n", limit: 65536, tooLong: "reply headers too large") else { return false }
                 var lines = head.split(separator: "\r\n", omittingEmptySubsequences: false)
                 let statusLine = lines.isEmpty ? "" : lines.removeFirst()
                 let parts = statusLine.split(separator: " ", maxSplits: 2)
@@ -331,22 +326,16 @@ struct HTTPReplyParser {
                 guard emit(.status(status)) else { return false }
             case .fixed(let remaining):
                 guard !pending.isEmpty else { return false }
-                let part = pending.prefix(remaining)
-                pending = Data(pending.dropFirst(part.count))
+                let part = take(upTo: remaining)
                 phase = remaining == part.count ? .done : .fixed(remaining: remaining - part.count)
-                guard emit(.body(Data(part))) else { return false }
+                guard emit(.body(part)) else { return false }
             case .untilClose:
                 guard !pending.isEmpty else { return false }
                 let part = pending
                 pending = Data()
                 guard emit(.body(part)) else { return false }
             case .chunkSize:
-                guard let end = pending.range(of: Data("\r\n".utf8)) else {
-                    guard pending.count <= 1024 else { throw SocketFailure(text: "bad chunk size") }
-                    return false
-                }
-                let line = String(decoding: pending[pending.startIndex..<end.lowerBound], as: UTF8.self)
-                pending = Data(pending[end.upperBound...])
+                guard let line = try takeText(endingWith: "\r\n", limit: 1024, tooLong: "bad chunk size") else { return false }
                 let digits = line.split(separator: ";").first.map { $0.trimmingCharacters(in: .whitespaces) } ?? ""
                 guard !digits.isEmpty, digits.count <= 15, let size = Int(digits, radix: 16) else {
                     throw SocketFailure(text: "bad chunk size")
@@ -354,10 +343,9 @@ struct HTTPReplyParser {
                 phase = size == 0 ? .trailers : .chunkData(remaining: size)
             case .chunkData(let remaining):
                 guard !pending.isEmpty else { return false }
-                let part = pending.prefix(remaining)
-                pending = Data(pending.dropFirst(part.count))
+                let part = take(upTo: remaining)
                 phase = remaining == part.count ? .chunkDataEnd : .chunkData(remaining: remaining - part.count)
-                guard emit(.body(Data(part))) else { return false }
+                guard emit(.body(part)) else { return false }
             case .chunkDataEnd:
                 guard pending.count >= 2 else { return false }
                 guard pending.prefix(2) == Data("\r\n".utf8) else { throw SocketFailure(text: "bad chunk end") }
@@ -365,14 +353,29 @@ struct HTTPReplyParser {
                 phase = .chunkSize
             case .trailers:
                 // Trailer lines (etcd's Grpc-Trailer-Content-Type), then an empty line.
-                guard let end = pending.range(of: Data("\r\n".utf8)) else {
-                    guard pending.count <= 65536 else { throw SocketFailure(text: "reply trailers too large") }
-                    return false
-                }
-                let isEmpty = end.lowerBound == pending.startIndex
-                pending = Data(pending[end.upperBound...])
-                if isEmpty { phase = .done }
+                guard let line = try takeText(endingWith: "\r\n", limit: 65536, tooLong: "reply trailers too large") else { return false }
+                if line.isEmpty { phase = .done }
             }
         }
+    }
+
+    /// The text before the next `delimiter`, taken from the bytes received with the
+    /// delimiter; nil while it has not arrived, and a failure once more than `limit`
+    /// bytes came without it.
+    private mutating func takeText(endingWith delimiter: String, limit: Int, tooLong: String) throws -> String? {
+        guard let end = pending.range(of: Data(delimiter.utf8)) else {
+            guard pending.count <= limit else { throw SocketFailure(text: tooLong) }
+            return nil
+        }
+        let text = String(decoding: pending[pending.startIndex..<end.lowerBound], as: UTF8.self)
+        pending = Data(pending[end.upperBound...])
+        return text
+    }
+
+    /// Up to `count` of the bytes received, taken.
+    private mutating func take(upTo count: Int) -> Data {
+        let part = Data(pending.prefix(count))
+        pending = Data(pending.dropFirst(part.count))
+        return part
     }
 }
