@@ -269,6 +269,19 @@ struct ObservationTests {
         withExtendedLifetime(tokens) {}
     }
 
+    /// U+0600 joins the "." after it in one grapheme, so "؀.suite" does not end in
+    /// the Character ".suite": the file name is taken apart by its bytes.
+    @Test func aSuiteWhoseNameEndsInAPrependCharacterIsObservedAndListed() throws {
+        let name = "report\u{600}"
+        let suite = try open(name)
+        let recorder = ChangeRecorder()
+        let token = try suite.observe(onChange: recorder.handler)
+        try writeFromAnotherProcess("k", "seen", in: directory.url, suite: name)
+        #expect(recorder.wait(for: "k", toBecome: "seen"))
+        #expect(try Suite.names(in: directory.url).contains(name))
+        withExtendedLifetime(token) {}
+    }
+
     @Test func aLostEventQueueIsCaughtUpFromTheFile() throws {
         let suite = try open("overflowed")
         let recorder = ChangeRecorder()

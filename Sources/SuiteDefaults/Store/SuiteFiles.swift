@@ -46,8 +46,11 @@ struct SuiteFiles {
     /// a name that is no data file's (a lock file, a temporary or history file, a
     /// damaged copy). NAME is not checked to be a valid suite name.
     static func suiteName(ofDataFile fileName: String) -> String? {
-        guard fileName.hasSuffix(dataSuffix) else { return nil }
-        return String(fileName.dropLast(dataSuffix.count))
+        // By bytes, as the file name was made: a name may end in a character that
+        // `.` joins in one grapheme (U+0600 is one), which `hasSuffix` would miss.
+        let bytes = fileName.utf8, suffix = dataSuffix.utf8
+        guard bytes.count > suffix.count, bytes.suffix(suffix.count).elementsEqual(suffix) else { return nil }
+        return String(fileName.utf8.dropLast(suffix.count))
     }
 
     var temporaryPrefix: String { dataName + ".tmp." }
