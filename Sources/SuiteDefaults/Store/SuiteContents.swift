@@ -128,6 +128,30 @@ struct SuiteContents: Sendable {
     /// Applies a record. When `changes` is given, appends the net change of every key
     /// whose value differs afterwards, in the order the keys were first touched.
     mutating func apply(_ record: Record, changes: inout [KeyChange]?) {
+        // The most common commit, one set or removal, touches one key: its change needs
+        // no bookkeeping of first values.
+        if record.kind == .transaction, record.operations.count == 1, changes != nil {
+            switch record.operations[0] {
+            case .set(let key, let value, let size, let asDefault):
+                let entry = Entry(value: value, size: RecordFormat.size(ofSetting: key, valueSize: size), isDefault: asDefault)
+                let old = entries.updateValue(entry, forKey: key)
+                liveBytes += entry.size - (old?.size ?? 0)
+                if !(old?.value).isStored(identicallyTo: value) {
+                    changes!.append(KeyChange(key: key, oldValue: old?.value, newValue: value, newValueIsDefault: asDefault))
+                }
+                lastSequence = record.sequence
+                return
+            case .remove(let key):
+                if let old = entries.removeValue(forKey: key) {
+                    liveBytes -= old.size
+                    changes!.append(KeyChange(key: key, oldValue: old.value, newValue: nil, newValueIsDefault: false))
+                }
+                lastSequence = record.sequence
+                return
+            case .removeAll:
+                break
+            }
+        }
         var before: [String: SuiteValue?] = [:]
         var touched: [String] = []
         func remember(_ key: String, _ old: SuiteValue?) {
