@@ -43,7 +43,9 @@ final class Watch: @unchecked Sendable {
         lock = .allocate(capacity: 1)
         lock.initialize(to: sd_thread_lock(word: 0))
         do {
-            let token = try suite.observe(keys: keys, onError: { [weak self] error in
+            // Queuing an entry never waits, so it may happen on the change watcher's thread.
+            let observation = keys.map { SuiteObservation.keys(named: $0) } ?? .allKeys
+            let token = try observation.delivered(on: .watcherThread).start(in: suite, onError: { [weak self] error in
                 self?.enqueue(.failure(error))
             }, onChange: { [weak self] change in
                 self?.enqueue(.change(change))

@@ -9,7 +9,7 @@ import WorkerRoles
 /// A worker process: `suite-bench worker ROLE --dir DIR [--name value ...]`.
 enum BenchWorker {
     static let syntax = CommandLineSyntax(
-        synopsis: ["suite-bench worker ROLE --dir DIR [--suite NAME] [--count N] [--idle-ms MS]"],
+        synopsis: ["suite-bench worker ROLE --dir DIR [--suite NAME] [--count N] [--idle-ms MS] [--delivery watcher-thread]"],
         arguments: [CommandLineArgument("ROLE", help: """
             cold, swift-baseline, fd-cold, contend, fd-contend, floor-contend, watch, inotify-floor, memory
             or fd-memory; for --peers, sqlite- or lmdb- followed by cold, contend, watch or memory
@@ -19,6 +19,7 @@ enum BenchWorker {
             .value("--suite", "NAME", help: "the suite (default: bench)"),
             .value("--count", "N", help: "increments, or changes to wait for"),
             .value("--idle-ms", "MS", help: "how long a peer's poller measures its idle CPU"),
+            .value("--delivery", "watcher-thread", help: "watch: the observation asks for delivery on the change watcher's thread"),
         ]
     )
 
@@ -80,7 +81,9 @@ enum BenchWorker {
             // Reports when each value of "t" arrived.
             guard let suite = try? Suite(named: name, directory: directory) else { exit(3) }
             let finished = DispatchSemaphore(value: 0)
-            let token = try? suite.observe(keys: ["t"]) { change in
+            let observation = SuiteObservation.keys(named: ["t"])
+                .delivered(on: commandLine.value("--delivery") == "watcher-thread" ? .watcherThread : .suiteQueue)
+            let token = try? observation.start(in: suite) { change in
                 let arrived = monotonicNanoseconds()
                 guard case .integer(let sequence)? = change.newValue else { return }
                 Output.line("got \(sequence) \(arrived)")

@@ -6,44 +6,58 @@ import ToolSupport
 
 extension Bench {
     /// From a write's return in this process to the observer's delivery in another,
-    /// with 1 and with 8 watching processes; and what a watcher's CPU costs per change.
+    /// with 1 and with 8 watching processes, and with 1 whose observation asked for
+    /// `.watcherThread`; and what a watcher's CPU costs per change.
     func notificationRows() throws -> [BenchRow] {
         let writes = options.samples(500, quick: 50)
         let floor = try inotifyFloor(writes)
         var cpuPerThousand = Samples()
-        let rows = try [1, 8].map { watchers in
-            let suite = try self.suite("notify\(watchers)", keys: 10)
-            let processes = try (0..<watchers).map { _ in try worker("watch", ["suite": "notify\(watchers)", "count": "\(writes)"]) }
-            for process in processes { _ = try process.expect("ready") }
-            var returned: [UInt64] = []
-            for sequence in 0..<writes {
-                try suite.set(sequence, forKey: "t")
-                returned.append(monotonicNanoseconds())
-                usleep(1_000)
-            }
-            var latencies = Samples()
-            for process in processes {
-                _ = try process.expect("got \(writes - 1) ")
-                let cpu = try process.expect("cpu ").split(separator: " ")
-                if watchers == 1, cpu.count == 2, let nanoseconds = Double(cpu[1]) {
-                    cpuPerThousand.add(nanoseconds / Double(writes) * 1_000 / 1_000_000)
-                }
-                latencies.add(contentsOf: Self.deliveryLatencies(reportedBy: process, returned: returned))
-                process.closeInput()
-                _ = process.wait(timeout: .seconds(60))
-            }
-            guard latencies.values.count == watchers * writes else {
-                throw ToolError(status: 1, message: "the watchers received \(latencies.values.count) of \(watchers * writes) changes")
-            }
-            return BenchRow(name: "notify_\(watchers)", ours: .init(latencies)!, foundation: nil, floor: .init(floor),
-                            note: String(format: "from a write's return to delivery in another process, %d watching, %d changes each; max %.0f µs; floor: a bare inotify wake after a write; Foundation delivers none across processes",
-                                         watchers, writes, latencies.maximum ?? 0))
+        let measured = try [(1, false), (1, true), (8, false)].map { watchers, onWatcherThread in
+            let name = "notify_\(watchers)" + (onWatcherThread ? "_watcher_thread" : "")
+            let (latencies, cpu) = try deliveryLatencies(suite: name, watchers: watchers, writes: writes, onWatcherThread: onWatcherThread)
+            if name == "notify_1" { cpuPerThousand = cpu }
+            let delivery = onWatcherThread ? "on the watcher's thread (SuiteObservation.Delivery.watcherThread)" : "on the suite's observer queue (the default)"
+            return BenchRow(name: name, ours: .init(latencies)!, foundation: nil, floor: .init(floor),
+                            note: String(format: "from a write's return to delivery in another process, %d watching, %d changes each, delivered %@; max %.0f µs; floor: a bare inotify wake after a write; Foundation delivers none across processes",
+                                         watchers, writes, delivery, latencies.maximum ?? 0))
         }
         guard let cpu = BenchRow.Figure(cpuPerThousand) else {
             throw ToolError(status: 1, message: "the watcher did not report its CPU time")
         }
-        return rows + [BenchRow(name: "notify_cpu", ours: cpu, foundation: nil, floor: nil,
-                                note: "ms of CPU, not µs: the watching process's CPU time (every thread) per 1,000 changes delivered, while notify_1's \(writes) changes came, 1 ms apart; Foundation delivers none across processes")]
+        return measured + [BenchRow(name: "notify_cpu", ours: cpu, foundation: nil, floor: nil,
+                                    note: "ms of CPU, not µs: the watching process's CPU time (every thread) per 1,000 changes delivered, while notify_1's \(writes) changes came, 1 ms apart; Foundation delivers none across processes")]
+    }
+
+    /// `writes` sets 1 ms apart, each timed from its return to its delivery in each of
+    /// `watchers` processes; and each watcher's CPU per 1,000 changes.
+    private func deliveryLatencies(suite name: String, watchers: Int, writes: Int,
+                                   onWatcherThread: Bool) throws -> (latencies: Samples, cpuPerThousand: Samples) {
+        let suite = try self.suite(name, keys: 10)
+        var values = ["suite": name, "count": "\(writes)"]
+        if onWatcherThread { values["delivery"] = "watcher-thread" }
+        let processes = try (0..<watchers).map { _ in try worker("watch", values) }
+        for process in processes { _ = try process.expect("ready") }
+        var returned: [UInt64] = []
+        for sequence in 0..<writes {
+            try suite.set(sequence, forKey: "t")
+            returned.append(monotonicNanoseconds())
+            usleep(1_000)
+        }
+        var latencies = Samples(), cpuPerThousand = Samples()
+        for process in processes {
+            _ = try process.expect("got \(writes - 1) ")
+            let cpu = try process.expect("cpu ").split(separator: " ")
+            if cpu.count == 2, let nanoseconds = Double(cpu[1]) {
+                cpuPerThousand.add(nanoseconds / Double(writes) * 1_000 / 1_000_000)
+            }
+            latencies.add(contentsOf: Self.deliveryLatencies(reportedBy: process, returned: returned))
+            process.closeInput()
+            _ = process.wait(timeout: .seconds(60))
+        }
+        guard latencies.values.count == watchers * writes else {
+            throw ToolError(status: 1, message: "the watchers received \(latencies.values.count) of \(watchers * writes) changes")
+        }
+        return (latencies, cpuPerThousand)
     }
 
     /// The microseconds from each write's return (`returned[n]`, monotonic ns) to its

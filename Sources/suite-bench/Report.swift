@@ -151,9 +151,12 @@ enum Report {
             targets.append(("contended update ≥ \(needed == 1 ? "" : "0.75× ")LMDB's commits/s (\(format(contended.ours.median, unit: "/s")) vs \(format(peer, unit: "/s")), \(String(format: "%.2f×", contended.ours.median / peer)); the flock floor \(format(floor, unit: "/s")))",
                             contended.ours.median >= needed * peer && verified))
         }
-        if let notify = row("notify_1"), let floor = notify.floor?.median, floor > 0 {
-            targets.append(("notify_1 p50 ≤ 3× the bare inotify wake (\(format(notify.ours.median, unit: "µs")), \(String(format: "%.1f×", notify.ours.median / floor)))",
-                            notify.ours.median <= 3 * floor))
+        // Judged with delivery on the watcher's thread, where an observation asks for it.
+        for name in ["notify_1", "notify_1_watcher_thread"] {
+            if let notify = row(name), let floor = notify.floor?.median, floor > 0 {
+                targets.append(("\(name) p50 ≤ 3× the bare inotify wake (\(format(notify.ours.median, unit: "µs")), \(String(format: "%.1f×", notify.ours.median / floor)))",
+                                notify.ours.median <= 3 * floor))
+            }
         }
         if let notify = row("notify_8") {
             targets.append(("notify_8 p99 ≤ 1 ms (\(format(notify.ours.p99, unit: "µs")))", (notify.ours.p99 ?? .infinity) <= 1_000))

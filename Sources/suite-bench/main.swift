@@ -46,34 +46,31 @@ func progress(_ text: String) {
 }
 
 var rows: [BenchRow] = []
-var verified = false
+// Without the contended row (`--only`), there is no count to verify.
+var verified = !options.measures("contended")
+/// Measures the rows of `group` unless `--only` leaves it out.
+@MainActor func measure(_ group: String, _ text: String, _ body: () throws -> [BenchRow]) rethrows {
+    guard options.measures(group) else { return }
+    progress(text)
+    rows += try body()
+}
 do {
-    progress("set")
-    rows.append(try bench.setRow())
-    progress("get")
-    rows += try bench.getRows()
-    progress("100 writes")
-    rows.append(try bench.writes100Row())
-    progress("update")
-    rows.append(try bench.updateRow())
-    progress("contended update")
-    let (contended, exact) = try bench.contendedUpdateRow()
-    rows.append(contended)
-    verified = exact
-    progress("scaling")
-    rows += try bench.scalingRows()
-    progress("notification latency")
-    rows += try bench.notificationRows()
-    progress("cold start")
-    rows.append(try bench.coldStartRow())
-    progress("spawn to first read")
-    rows.append(try bench.spawnToFirstReadRow())
-    progress("durable set")
-    rows.append(try bench.durableRow())
-    progress("memory")
-    rows.append(try bench.memoryRow())
-    progress("sync through etcd")
-    rows += try bench.syncRows()
+    try measure("set", "set") { [try bench.setRow()] }
+    try measure("get", "get") { try bench.getRows() }
+    try measure("writes100", "100 writes") { [try bench.writes100Row()] }
+    try measure("update", "update") { [try bench.updateRow()] }
+    try measure("contended", "contended update") {
+        let (contended, exact) = try bench.contendedUpdateRow()
+        verified = exact
+        return [contended]
+    }
+    try measure("scaling", "scaling") { try bench.scalingRows() }
+    try measure("notify", "notification latency") { try bench.notificationRows() }
+    try measure("cold", "cold start") { [try bench.coldStartRow()] }
+    try measure("spawn", "spawn to first read") { [try bench.spawnToFirstReadRow()] }
+    try measure("durable", "durable set") { [try bench.durableRow()] }
+    try measure("memory", "memory") { [try bench.memoryRow()] }
+    try measure("sync", "sync through etcd") { try bench.syncRows() }
     if options.peers { try bench.addPeers(to: &rows, verified: &verified, progress: progress) }
 } catch {
     try? FileManager.default.removeItem(at: root)

@@ -25,7 +25,7 @@ struct BenchToolTests {
         let rows = try #require(object["rows"] as? [[String: Any]])
         #expect(rows.compactMap { $0["name"] as? String } == [
             "set", "get", "get_foundation_sync", "writes100", "update", "update_contended", "scale_10", "scale_1000",
-            "scale_10000", "scale_1mib_value", "notify_1", "notify_8", "notify_cpu", "cold_start", "spawn_to_first_read",
+            "scale_10000", "scale_1mib_value", "notify_1", "notify_1_watcher_thread", "notify_8", "notify_cpu", "cold_start", "spawn_to_first_read",
             "durable_set", "memory", "sync_latency", "sync_throughput",
         ])
         for row in rows {
@@ -89,7 +89,7 @@ struct BenchToolTests {
         let json = try #require(bench.lines.last)
         let object = try #require(try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any])
         let rows = try #require(object["rows"] as? [[String: Any]])
-        #expect(rows.count == 19)
+        #expect(rows.count == 20)
         var installed = ["sqlite": true, "lmdb": true]
         for row in rows {
             let name = row["name"] as? String ?? ""
@@ -120,7 +120,7 @@ struct BenchToolTests {
         for (peer, column) in contended where installed[peer] == true {
             #expect((column["note"] as? String)?.contains("(exact)") == true, "\(peer): \(column["note"] ?? "")")
         }
-        for name in ["notify_1", "notify_8"] {
+        for name in ["notify_1", "notify_1_watcher_thread", "notify_8"] {
             let peers = try #require(rows.first { $0["name"] as? String == name }?["peers"] as? [String: [String: Any]])
             for (peer, column) in peers where installed[peer] == true {
                 #expect((column["note"] as? String)?.contains("idle poller uses") == true, "\(name).\(peer)")
@@ -138,6 +138,19 @@ struct BenchToolTests {
     static func etcdMissing(_ row: [String: Any]) -> Bool {
         (row["name"] as? String)?.hasPrefix("sync_") == true && row["ours_median_us"] is NSNull
             && (row["note"] as? String)?.hasPrefix("not installed") == true
+    }
+
+    /// --only measures the groups it names and no other, and refuses a group it does not know.
+    @Test func onlyMeasuresTheNamedGroups() throws {
+        let bench = try run(program: "suite-bench", ["--quick", "--json", "--only", "set,notify", "--dir", directory.path],
+                            within: .seconds(300))
+        #expect(bench.status == .exited(0), "\(bench.errors.suffix(500))")
+        let object = try #require(try JSONSerialization.jsonObject(with: Data((bench.lines.last ?? "").utf8)) as? [String: Any])
+        let rows = try #require(object["rows"] as? [[String: Any]])
+        #expect(rows.compactMap { $0["name"] as? String } == ["set", "notify_1", "notify_1_watcher_thread", "notify_8", "notify_cpu"])
+        let unknown = try run(program: "suite-bench", ["--only", "set,nothing", "--dir", directory.path])
+        #expect(unknown.status == .exited(2) && unknown.errors.contains("no group nothing"), "\(unknown.errors)")
+        #expect(directory.names().isEmpty, "the runs' own directories were removed")
     }
 
     /// suite-first-read, the widget probe that spawn_to_first_read starts, as a real

@@ -3,6 +3,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdbool.h>
 
 // Atomic access to 64-bit words in memory shared between processes (a MAP_SHARED
 // mapping). Swift's own atomics need storage that Swift owns, so these thin
@@ -96,6 +97,15 @@ static inline uint32_t sd_thread_lock_acquire(sd_thread_lock *lock) {
     }
     sd_thread_lock_wait(lock, epoch);
     return epoch;
+}
+
+/// Takes the lock if it is free now, setting `*epoch` to hand back to
+/// `sd_thread_lock_release`; false when it is held.
+static inline bool sd_thread_lock_try_acquire(sd_thread_lock *lock, uint32_t *epoch) {
+    *epoch = sd_fork_epoch();
+    uint32_t seen = __atomic_load_n(&lock->word, __ATOMIC_RELAXED);
+    return ((seen >> 2) != *epoch || (seen & 3) == 0) &&
+        __atomic_compare_exchange_n(&lock->word, &seen, *epoch << 2 | 1, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED);
 }
 
 /// Releases the lock taken in `epoch`; does nothing if a fork has since made it

@@ -358,7 +358,7 @@ final class ChangeWatcher: Sendable {
             }
             for hub in hubs {
                 if everything { hub.lostEvents() }
-                hub.scheduleRefresh()
+                hub.fileChanged()
             }
             for (listener, suite) in listeners { listener.handler(suite) }
         }

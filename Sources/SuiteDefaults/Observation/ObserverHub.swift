@@ -155,9 +155,27 @@ final class ObserverHub: AppliedCommitListener {
         }
     }
 
-    /// Called by the change watcher when the suite's file changed, or may have: the
-    /// store catches up on the observers' queue. Events that come while a catch-up is
-    /// waiting to start are covered by it.
+    /// Called by the change watcher, on its thread, when the suite's file changed or
+    /// may have. When every observer asked for `.watcherThread` and neither the
+    /// observers' queue nor a lock holds it up, the store catches up right here and
+    /// the changes are delivered here, as jobs of the queue; otherwise on the queue.
+    func fileChanged() {
+        if deliversOnWatcherThread, let store {
+            var caughtUp = false
+            if queue.serial.runHereIfIdle({ caughtUp = store.catchUpWithoutWaiting() }), caughtUp { return }
+        }
+        scheduleRefresh()
+    }
+
+    /// Whether there are observers and all of them asked for `.watcherThread`.
+    private var deliversOnWatcherThread: Bool {
+        withObservers { observers in
+            !observers.sinks.isEmpty && observers.sinks.values.allSatisfy(\.onWatcherThread)
+        }
+    }
+
+    /// The store catches up on the observers' queue. Events that come while a
+    /// catch-up is waiting to start are covered by it.
     func scheduleRefresh() {
         let queue = self.queue
         guard !queue.refreshScheduled.exchange(true, ordering: .acquiringAndReleasing) else { return }

@@ -90,14 +90,19 @@ final class SuiteStore: Sendable {
         checkNotInsideTransaction()
         var diagnostics: [SuiteDiagnostic] = []
         defer { diagnostics.forEach(SuiteDiagnostics.report) }
-        return try state.withLock { state in
-            let state = try current(&state)
-            defer {
-                handOverCommits(state)
-                diagnostics = state.takeOutcome().diagnostics
-            }
-            return try body(state)
+        return try state.withLock { state in try run(body, on: &state, diagnostics: &diagnostics) }
+    }
+
+    /// Under the state lock: `body` on the current state, then what the engine did.
+    @inline(__always)
+    private func run<R>(_ body: (StoreState) throws -> R, on state: inout StoreState,
+                        diagnostics: inout [SuiteDiagnostic]) throws -> R {
+        let state = try current(&state)
+        defer {
+            handOverCommits(state)
+            diagnostics = state.takeOutcome().diagnostics
         }
+        return try body(state)
     }
 
     /// Under the state lock: gives the commits applied so far to the listener.
@@ -181,6 +186,54 @@ final class SuiteStore: Sendable {
         } catch {
             throw SuiteError(error, suite: name, doing: "read the suite")
         }
+    }
+
+    /// Catches up as `reload` does, if that needs no more than a short spin: for the
+    /// change watcher's thread, which serves every observed suite of the process and
+    /// so must never wait for one. (The event that wakes it comes from a writer's
+    /// append, before the writer has released its lock, so the lock is often still
+    /// held for a microsecond when it looks.) False when a lock stayed held through
+    /// the spin, or a repair is needed, or it failed: the caller then reloads the
+    /// waiting way, which also reports the failure.
+    func catchUpWithoutWaiting() -> Bool {
+        var spinUntil: UInt64?
+        var pause: UInt64 = 1_000
+        while true {
+            switch tryCatchUp() {
+            case .caughtUp: return true
+            case .failed: return false
+            case .busy:
+                let now = MonotonicClock.nanoseconds()
+                let deadline = spinUntil ?? now + Self.watcherSpinNanoseconds
+                spinUntil = deadline
+                guard now < deadline else { return false }
+                let resume = min(now + pause, deadline)
+                while MonotonicClock.nanoseconds() < resume { Processor.relax() }
+                pause = min(pause * 2, 8_000)
+            }
+        }
+    }
+
+    /// How long the change watcher spins for a suite's locks before leaving the
+    /// catch-up to the suite's queue: a writer holds them for microseconds.
+    static let watcherSpinNanoseconds: UInt64 = 50_000
+
+    private enum CatchUpAttempt { case caughtUp, busy, failed }
+
+    /// One attempt of `catchUpWithoutWaiting`.
+    private func tryCatchUp() -> CatchUpAttempt {
+        var diagnostics: [SuiteDiagnostic] = []
+        defer { diagnostics.forEach(SuiteDiagnostics.report) }
+        let attempt = state.withLockIfFree { state in
+            (try? run({ state -> CatchUpAttempt in
+                if state.isFresh { return .caughtUp }
+                guard try state.tryLockFile(.shared) else { return .busy }
+                defer { state.unlockFile() }
+                try state.catchUp(exclusive: false)
+                return .caughtUp
+            }, on: &state, diagnostics: &diagnostics)) ?? .failed
+        }
+        return attempt ?? .busy
     }
 
     /// Brings the contents up to the committed state, under the shared lock, and

@@ -37,6 +37,16 @@ struct Locked<Value>: ~Copyable, @unchecked Sendable {
         defer { sd_thread_lock_release(lock, epoch) }
         return try body(&storage.pointee.value)
     }
+
+    /// Runs `body` if the lock is free now; nil, without running it, when another
+    /// thread holds it. For a thread that must never wait (the change watcher).
+    func withLockIfFree<R>(_ body: (inout Value) throws -> R) rethrows -> R? {
+        let lock = UnsafeMutableRawPointer(storage).assumingMemoryBound(to: sd_thread_lock.self)
+        var epoch: UInt32 = 0
+        guard sd_thread_lock_try_acquire(lock, &epoch) else { return nil }
+        defer { sd_thread_lock_release(lock, epoch) }
+        return try body(&storage.pointee.value)
+    }
 }
 
 /// Which fork of the original process this is: it changes in a child after `fork(2)`.

@@ -10,6 +10,10 @@ final class SerialQueue: Sendable {
         let condition = ThreadCondition()
         var waiting: [@Sendable () -> Void] = []
         var released = false
+        /// Whether the queue's thread runs a batch of jobs now.
+        var running = false
+        /// Whether a thread other than the queue's runs its jobs now (`runHereIfIdle`).
+        var borrowed = false
     }
 
     private let jobs = Jobs()
@@ -31,8 +35,36 @@ final class SerialQueue: Sendable {
     func async(_ job: @escaping @Sendable () -> Void) {
         jobs.condition.lock()
         jobs.waiting.append(job)
-        jobs.condition.signal()
+        // A borrower runs it, or wakes the thread when it is done.
+        if !jobs.borrowed { jobs.condition.signal() }
         jobs.condition.unlock()
+    }
+
+    /// Runs `body`, then the jobs it queued, on the calling thread, as a job of this
+    /// queue, if the queue has nothing to do now; false, running nothing, when it has.
+    /// Jobs still stay one at a time and in order: the queue's own thread runs none
+    /// until the caller is done, then those queued meanwhile. It saves the wake-up of
+    /// the queue's thread, for a caller that would queue a job and have nothing else
+    /// to do.
+    func runHereIfIdle(_ body: () -> Void) -> Bool {
+        jobs.condition.lock()
+        guard !jobs.borrowed, jobs.waiting.isEmpty, !jobs.running else {
+            jobs.condition.unlock()
+            return false
+        }
+        jobs.borrowed = true
+        jobs.condition.unlock()
+        body()
+        jobs.condition.lock()
+        let queued = jobs.waiting
+        jobs.waiting = []
+        jobs.condition.unlock()
+        for job in queued { job() }
+        jobs.condition.lock()
+        jobs.borrowed = false
+        if !jobs.waiting.isEmpty { jobs.condition.signal() }
+        jobs.condition.unlock()
+        return true
     }
 
     /// Waits until every job queued before this call has run.
@@ -45,10 +77,13 @@ final class SerialQueue: Sendable {
     private static func run(_ jobs: Jobs) {
         while true {
             jobs.condition.lock()
-            while jobs.waiting.isEmpty && !jobs.released { jobs.condition.wait() }
+            jobs.running = false
+            while (jobs.waiting.isEmpty || jobs.borrowed) && !jobs.released { jobs.condition.wait() }
+            // Released while borrowed cannot be: the borrower holds the queue.
             let batch = jobs.waiting
             jobs.waiting = []
             let finished = batch.isEmpty && jobs.released
+            jobs.running = !finished
             jobs.condition.unlock()
             if finished { return }
             for job in batch { job() }

@@ -10,6 +10,7 @@ extension Bench {
     /// turns `verified` false, as ours would.
     func addPeers(to rows: inout [BenchRow], verified: inout Bool, progress: (String) -> Void) throws {
         var getColumns: [Peer: BenchRow.PeerColumn] = [:], cpuColumns: [Peer: BenchRow.PeerColumn] = [:]
+        var notify1Columns: [Peer: BenchRow.PeerColumn] = [:]
         for index in rows.indices {
             let name = rows[index].name
             progress("SQLite and LMDB: \(name)")
@@ -21,11 +22,16 @@ extension Bench {
                 if name == "get_foundation_sync", let get = getColumns[peer] {
                     return .init(peer: peer, figure: get.figure, note: "the same reads as in get")
                 }
-                // notify_1's pollers give notify_cpu too.
+                // notify_1's pollers give notify_cpu too, and stand beside notify_1_watcher_thread
+                // (a poller has no threads to choose between).
                 if name == "notify_1" {
                     let measured = try notification(peer, watchers: 1)
                     cpuColumns[peer] = measured.cpu
+                    notify1Columns[peer] = measured.latency
                     return measured.latency
+                }
+                if name == "notify_1_watcher_thread" {
+                    return notify1Columns[peer] ?? .init(peer: peer, figure: nil, note: "measured with notify_1, which did not run")
                 }
                 if name == "notify_cpu" {
                     return cpuColumns[peer] ?? .init(peer: peer, figure: nil, note: "measured with notify_1, which did not run")
