@@ -22,7 +22,16 @@ final class ObserverHub: AppliedCommitListener {
     private struct Observers {
         /// A forked child starts with none: observations stay with the parent.
         var epoch = ForkEpoch.current
-        var sinks: [UInt64: ObserverSink] = [:]
+        var sinks: [UInt64: ObserverSink] = [:] {
+            didSet {
+                list = Array(sinks.values)
+                allOnWatcherThread = !sinks.isEmpty && list.allSatisfy(\.onWatcherThread)
+            }
+        }
+        /// The sinks, as handed to each delivery (made once per change of observers, not per delivery).
+        private(set) var list: [ObserverSink] = []
+        /// Whether there are observers and all of them asked for `.watcherThread`.
+        private(set) var allOnWatcherThread = false
         var nextID: UInt64 = 1
         var queue: ObserverQueue?
     }
@@ -58,7 +67,7 @@ final class ObserverHub: AppliedCommitListener {
     /// are none (no queue is made for nobody).
     private func sinksAndQueue() -> (sinks: [ObserverSink], queue: ObserverQueue)? {
         withObservers { observers in
-            observers.sinks.isEmpty ? nil : (Array(observers.sinks.values), Self.queue(of: &observers))
+            observers.sinks.isEmpty ? nil : (observers.list, Self.queue(of: &observers))
         }
     }
 
@@ -138,6 +147,7 @@ final class ObserverHub: AppliedCommitListener {
         guard let (sinks, queue) = sinksAndQueue() else { return }
         let pid = ProcessIdentity.id
         var changes: [SuiteChange] = []
+        changes.reserveCapacity(commits.count == 1 ? commits[0].changes.count : commits.reduce(0) { $0 + $1.changes.count })
         for commit in commits {
             let kind: SuiteChange.Kind = commit.kind == .commit ? .commit : .netChange
             for change in commit.changes {
@@ -160,18 +170,12 @@ final class ObserverHub: AppliedCommitListener {
     /// observers' queue nor a lock holds it up, the store catches up right here and
     /// the changes are delivered here, as jobs of the queue; otherwise on the queue.
     func fileChanged() {
-        if deliversOnWatcherThread, let store {
+        let queue = withObservers { $0.allOnWatcherThread ? Self.queue(of: &$0) : nil }
+        if let queue, let store {
             var caughtUp = false
             if queue.serial.runHereIfIdle({ caughtUp = store.catchUpWithoutWaiting() }), caughtUp { return }
         }
         scheduleRefresh()
-    }
-
-    /// Whether there are observers and all of them asked for `.watcherThread`.
-    private var deliversOnWatcherThread: Bool {
-        withObservers { observers in
-            !observers.sinks.isEmpty && observers.sinks.values.allSatisfy(\.onWatcherThread)
-        }
     }
 
     /// The store catches up on the observers' queue. Events that come while a

@@ -300,6 +300,9 @@ final class StoreState: @unchecked Sendable {
         }
         guard bytes.count == end - start else { return try damageFound(exclusive: exclusive) }
         guard !collectsChanges else {
+            // The usual catch-up of an observer reads one commit: no list for it. (One that
+            // does not verify is found damaged below.)
+            if let record = Self.onlyRecord(in: bytes, after: contents.lastSequence) { return apply(record) }
             guard let records = Self.records(in: bytes, from: 0, after: contents.lastSequence),
                   records.allSatisfy({ $0.kind == .transaction })
             else { return try damageFound(exclusive: exclusive) }
@@ -356,6 +359,18 @@ final class StoreState: @unchecked Sendable {
                 offset = end
             }
             return records
+        }
+    }
+
+    /// The transaction that is all of `bytes`, if it verifies and comes after
+    /// `sequence`; nil, without decoding, when the bytes frame more than one record.
+    static func onlyRecord(in bytes: [UInt8], after sequence: UInt64) -> Record? {
+        bytes.withUnsafeBytes { buffer -> Record? in
+            guard case .record(_, buffer.count) = RecordFormat.framedEnd(buffer, at: 0, limit: buffer.count),
+                  case .record(let record, buffer.count) = RecordFormat.parse(buffer, at: 0, limit: buffer.count),
+                  record.sequence > sequence, record.kind == .transaction
+            else { return nil }
+            return record
         }
     }
 

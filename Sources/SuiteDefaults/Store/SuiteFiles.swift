@@ -48,10 +48,15 @@ struct SuiteFiles {
     static func suiteName(ofDataFile fileName: String) -> String? {
         // By bytes, as the file name was made: a name may end in a character that
         // `.` joins in one grapheme (U+0600 is one), which `hasSuffix` would miss.
-        let bytes = fileName.utf8, suffix = dataSuffix.utf8
-        guard bytes.count > suffix.count, bytes.suffix(suffix.count).elementsEqual(suffix) else { return nil }
-        return String(fileName.utf8.dropLast(suffix.count))
+        var fileName = fileName
+        return fileName.withUTF8 { bytes in
+            let suffix = dataSuffixBytes
+            guard bytes.count > suffix.count, bytes.suffix(suffix.count).elementsEqual(suffix) else { return nil }
+            return String(decoding: UnsafeBufferPointer(rebasing: bytes.dropLast(suffix.count)), as: UTF8.self)
+        }
     }
+
+    private static let dataSuffixBytes = Array(dataSuffix.utf8)
 
     var temporaryPrefix: String { dataName + ".tmp." }
     var historyPrefix: String { dataName + ".h." }

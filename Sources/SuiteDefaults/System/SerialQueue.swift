@@ -9,11 +9,29 @@ final class SerialQueue: Sendable {
         // Guarded by `condition`.
         let condition = ThreadCondition()
         var waiting: [@Sendable () -> Void] = []
+        /// The list of the last batch run, emptied: the next `waiting` (a queue that
+        /// runs a job per change would otherwise allocate a list per change).
+        var spare: [@Sendable () -> Void] = []
         var released = false
         /// Whether the queue's thread runs a batch of jobs now.
         var running = false
         /// Whether a thread other than the queue's runs its jobs now (`runHereIfIdle`).
         var borrowed = false
+
+        /// Under the lock: the waiting jobs, with the spare list waiting in their place.
+        func takeBatch() -> [@Sendable () -> Void] {
+            var batch = spare
+            spare = []
+            swap(&batch, &waiting)
+            return batch
+        }
+
+        /// Under the lock: keeps the list of a batch that has run, emptied, as the
+        /// spare, unless a burst made it large.
+        func keepAsSpare(_ batch: inout [@Sendable () -> Void]) {
+            if batch.capacity <= 64 { spare = batch }
+            batch = []
+        }
     }
 
     private let jobs = Jobs()
@@ -56,11 +74,12 @@ final class SerialQueue: Sendable {
         jobs.condition.unlock()
         body()
         jobs.condition.lock()
-        let queued = jobs.waiting
-        jobs.waiting = []
+        var queued = jobs.takeBatch()
         jobs.condition.unlock()
         for job in queued { job() }
+        queued.removeAll(keepingCapacity: true)
         jobs.condition.lock()
+        jobs.keepAsSpare(&queued)
         jobs.borrowed = false
         if !jobs.waiting.isEmpty { jobs.condition.signal() }
         jobs.condition.unlock()
@@ -75,18 +94,20 @@ final class SerialQueue: Sendable {
     }
 
     private static func run(_ jobs: Jobs) {
+        var batch: [@Sendable () -> Void] = []
         while true {
             jobs.condition.lock()
+            jobs.keepAsSpare(&batch)
             jobs.running = false
             while (jobs.waiting.isEmpty || jobs.borrowed) && !jobs.released { jobs.condition.wait() }
             // Released while borrowed cannot be: the borrower holds the queue.
-            let batch = jobs.waiting
-            jobs.waiting = []
+            batch = jobs.takeBatch()
             let finished = batch.isEmpty && jobs.released
             jobs.running = !finished
             jobs.condition.unlock()
             if finished { return }
             for job in batch { job() }
+            batch.removeAll(keepingCapacity: true)
         }
     }
 }
