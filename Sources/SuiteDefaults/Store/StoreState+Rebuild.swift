@@ -11,6 +11,13 @@ extension StoreState {
         let trusted: SharedHeader.Snapshot? = if case .valid(let snapshot) = header.read() { snapshot } else { nil }
         let interruptedBy = trusted?.isCommitInProgress == true ? header.committerPID : nil
         let previousSequence = trusted?.lastSequence ?? 0
+        // A change is in progress, as in a commit: an observer that a repaired file's
+        // rename wakes must not take the generation it knows for fresh (the new one is
+        // published only at the end), but wait for the lock and read the new file.
+        if let trusted, header.isWritable {
+            header.committerPID = ProcessIdentity.id
+            header.publish(generation: trusted.generation | 1)
+        }
         files.removeStaleTemporaryFiles()
 
         var bytes: [UInt8] = []
