@@ -63,11 +63,12 @@ final class ObserverHub: AppliedCommitListener {
         withObservers(Self.queue(of:))
     }
 
-    /// The observers registered now and their queue, under one lock; nil when there
-    /// are none (no queue is made for nobody).
-    private func sinksAndQueue() -> (sinks: [ObserverSink], queue: ObserverQueue)? {
+    /// The observers registered now, whether all of them asked for `.watcherThread`,
+    /// and their queue, under one lock; nil when there are none (no queue is made for
+    /// nobody).
+    private func sinksAndQueue() -> (sinks: [ObserverSink], onWatcherThread: Bool, queue: ObserverQueue)? {
         withObservers { observers in
-            observers.sinks.isEmpty ? nil : (observers.list, Self.queue(of: &observers))
+            observers.sinks.isEmpty ? nil : (observers.list, observers.allOnWatcherThread, Self.queue(of: &observers))
         }
     }
 
@@ -94,7 +95,7 @@ final class ObserverHub: AppliedCommitListener {
                 collectsChanges = true
                 if let kind = initialValues {
                     let initial = initialChanges(of: contents, keys: sink.keys, kind: kind)
-                    queue.async { initial.forEach(sink.receive) }
+                    queue.async(mayRunElsewhere: sink.onWatcherThread) { initial.forEach(sink.receive) }
                 }
                 return withObservers { observers in
                     defer { observers.nextID += 1 }
@@ -112,7 +113,14 @@ final class ObserverHub: AppliedCommitListener {
         return SuiteCancellable { [store] in
             sink.deactivate()
             // In a forked child, the observation stayed with the parent.
-            if epoch == ForkEpoch.current { self.remove(id, from: store) }
+            guard epoch == ForkEpoch.current else { return }
+            // The removal waits for the store's lock; an observer called on the watcher's
+            // thread, which waits for no suite, leaves it to the suite's queue.
+            if ChangeWatcher.shared.isReaderThread {
+                self.enqueue { self.remove(id, from: store) }
+            } else {
+                self.remove(id, from: store)
+            }
         }
     }
 
@@ -144,7 +152,7 @@ final class ObserverHub: AppliedCommitListener {
 
     /// Under the store's lock: queues the changes for the observers registered now.
     func store(_ store: SuiteStore, applied commits: [AppliedCommit]) {
-        guard let (sinks, queue) = sinksAndQueue() else { return }
+        guard let (sinks, onWatcherThread, queue) = sinksAndQueue() else { return }
         let pid = ProcessIdentity.id
         var changes: [SuiteChange] = []
         changes.reserveCapacity(commits.count == 1 ? commits[0].changes.count : commits.reduce(0) { $0 + $1.changes.count })
@@ -158,7 +166,8 @@ final class ObserverHub: AppliedCommitListener {
                                            isDefault: change.newValueIsDefault, isMirrored: commit.isMirrored))
             }
         }
-        queue.async { [changes] in
+        // Only observers that all asked for it may be called on the watcher's thread.
+        queue.async(mayRunElsewhere: onWatcherThread) { [changes] in
             for change in changes {
                 for sink in sinks { sink.receive(change) }
             }
@@ -215,8 +224,8 @@ final class ObserverHub: AppliedCommitListener {
     /// the observers' queue (after the changes already queued).
     private func fail(_ kind: SuiteDiagnostic.Kind, _ error: SuiteError, _ message: String) {
         SuiteDiagnostics.report(SuiteDiagnostic(kind: kind, suite: suite, directory: directoryPath, message: message))
-        guard let (sinks, queue) = sinksAndQueue() else { return }
-        queue.async { sinks.forEach { $0.fail(error) } }
+        guard let (sinks, onWatcherThread, queue) = sinksAndQueue() else { return }
+        queue.async(mayRunElsewhere: onWatcherThread) { sinks.forEach { $0.fail(error) } }
     }
 
     /// The suite's directory was removed.
@@ -264,6 +273,8 @@ private final class ObserverQueue: Sendable {
 
     init(serial: SerialQueue) { self.serial = serial }
 
-    func async(_ job: @escaping @Sendable () -> Void) { serial.async(job) }
+    func async(mayRunElsewhere: Bool = false, _ job: @escaping @Sendable () -> Void) {
+        serial.async(mayRunElsewhere: mayRunElsewhere, job)
+    }
     func waitForQueuedJobs() { serial.waitForQueuedJobs() }
 }

@@ -5,13 +5,19 @@
 /// made in the child starts a thread that does. The thread ends once the queue is
 /// released and its jobs have run.
 final class SerialQueue: Sendable {
+    private struct Job {
+        let run: @Sendable () -> Void
+        /// Whether a borrower (`runHereIfIdle`) may run it.
+        let mayRunElsewhere: Bool
+    }
+
     private final class Jobs: @unchecked Sendable {
         // Guarded by `condition`.
         let condition = ThreadCondition()
-        var waiting: [@Sendable () -> Void] = []
+        var waiting: [Job] = []
         /// The list of the last batch run, emptied: the next `waiting` (a queue that
         /// runs a job per change would otherwise allocate a list per change).
-        var spare: [@Sendable () -> Void] = []
+        var spare: [Job] = []
         var released = false
         /// Whether the queue's thread runs a batch of jobs now.
         var running = false
@@ -19,16 +25,24 @@ final class SerialQueue: Sendable {
         var borrowed = false
 
         /// Under the lock: the waiting jobs, with the spare list waiting in their place.
-        func takeBatch() -> [@Sendable () -> Void] {
+        func takeBatch() -> [Job] {
             var batch = spare
             spare = []
             swap(&batch, &waiting)
             return batch
         }
 
+        /// Under the lock: the waiting jobs up to the first that only the queue's own
+        /// thread may run.
+        func takeBatchForBorrower() -> [Job] {
+            guard let first = waiting.firstIndex(where: { !$0.mayRunElsewhere }) else { return takeBatch() }
+            defer { waiting.removeFirst(first) }
+            return Array(waiting[..<first])
+        }
+
         /// Under the lock: keeps the list of a batch that has run, emptied, as the
         /// spare, unless a burst made it large.
-        func keepAsSpare(_ batch: inout [@Sendable () -> Void]) {
+        func keepAsSpare(_ batch: inout [Job]) {
             if batch.capacity <= 64 { spare = batch }
             batch = []
         }
@@ -50,20 +64,22 @@ final class SerialQueue: Sendable {
         jobs.condition.unlock()
     }
 
-    func async(_ job: @escaping @Sendable () -> Void) {
+    /// Queues `job`; with `mayRunElsewhere`, a borrower of the queue (`runHereIfIdle`)
+    /// may run it on its own thread.
+    func async(mayRunElsewhere: Bool = false, _ job: @escaping @Sendable () -> Void) {
         jobs.condition.lock()
-        jobs.waiting.append(job)
+        jobs.waiting.append(Job(run: job, mayRunElsewhere: mayRunElsewhere))
         // A borrower runs it, or wakes the thread when it is done.
         if !jobs.borrowed { jobs.condition.signal() }
         jobs.condition.unlock()
     }
 
-    /// Runs `body`, then the jobs it queued, on the calling thread, as a job of this
-    /// queue, if the queue has nothing to do now; false, running nothing, when it has.
-    /// Jobs still stay one at a time and in order: the queue's own thread runs none
-    /// until the caller is done, then those queued meanwhile. It saves the wake-up of
-    /// the queue's thread, for a caller that would queue a job and have nothing else
-    /// to do.
+    /// Runs `body`, then the jobs queued meanwhile that may run elsewhere (up to the
+    /// first that may not), on the calling thread, as jobs of this queue, if the queue
+    /// has nothing to do now; false, running nothing, when it has. Jobs still stay one
+    /// at a time and in order: the queue's own thread runs none until the caller is
+    /// done, then the rest. It saves the wake-up of the queue's thread, for a caller
+    /// that would queue a job and have nothing else to do.
     func runHereIfIdle(_ body: () -> Void) -> Bool {
         jobs.condition.lock()
         guard !jobs.borrowed, jobs.waiting.isEmpty, !jobs.running else {
@@ -74,9 +90,9 @@ final class SerialQueue: Sendable {
         jobs.condition.unlock()
         body()
         jobs.condition.lock()
-        var queued = jobs.takeBatch()
+        var queued = jobs.takeBatchForBorrower()
         jobs.condition.unlock()
-        for job in queued { job() }
+        for job in queued { job.run() }
         queued.removeAll(keepingCapacity: true)
         jobs.condition.lock()
         jobs.keepAsSpare(&queued)
@@ -94,7 +110,7 @@ final class SerialQueue: Sendable {
     }
 
     private static func run(_ jobs: Jobs) {
-        var batch: [@Sendable () -> Void] = []
+        var batch: [Job] = []
         while true {
             jobs.condition.lock()
             jobs.keepAsSpare(&batch)
@@ -106,7 +122,7 @@ final class SerialQueue: Sendable {
             jobs.running = !finished
             jobs.condition.unlock()
             if finished { return }
-            for job in batch { job() }
+            for job in batch { job.run() }
             batch.removeAll(keepingCapacity: true)
         }
     }
