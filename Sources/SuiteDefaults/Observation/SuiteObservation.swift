@@ -35,8 +35,10 @@ public struct SuiteObservation: Sendable {
         /// queue is idle, every observation of the suite in this process asked for
         /// it, and reading the change needs no waiting for a lock; otherwise the
         /// change goes the default way. Either way calls stay one at a time and in
-        /// commit order. A callback must be short and must never wait for anything:
-        /// while it runs, no observed suite of the process hears of changes.
+        /// commit order. A callback must be short and must never wait for anything,
+        /// since while it runs no observed suite of the process hears of changes: no
+        /// locks, I/O or other threads, and no reads or writes of a suite (a read may
+        /// wait for a lock). Cancelling an observation from it is fine.
         case watcherThread
     }
 
