@@ -11,11 +11,12 @@ extension Bench {
     func notificationRows() throws -> [BenchRow] {
         let writes = options.samples(500, quick: 50)
         let floor = try inotifyFloor(writes)
-        var cpuPerThousand = Samples()
+        var cpuPerThousand = Samples(), cpuOnWatcherThread = Samples()
         let measured = try [(1, false), (1, true), (8, false)].map { watchers, onWatcherThread in
             let name = "notify_\(watchers)" + (onWatcherThread ? "_watcher_thread" : "")
             let (latencies, cpu) = try deliveryLatencies(suite: name, watchers: watchers, writes: writes, onWatcherThread: onWatcherThread)
             if name == "notify_1" { cpuPerThousand = cpu }
+            if onWatcherThread { cpuOnWatcherThread = cpu }
             let delivery = onWatcherThread ? "on the watcher's thread (SuiteObservation.Delivery.watcherThread)" : "on the suite's observer queue (the default)"
             return BenchRow(name: name, ours: .init(latencies)!, foundation: nil, floor: .init(floor),
                             note: String(format: "from a write's return to delivery in another process, %d watching, %d changes each, delivered %@; max %.0f µs; floor: a bare inotify wake after a write; Foundation delivers none across processes",
@@ -24,8 +25,9 @@ extension Bench {
         guard let cpu = BenchRow.Figure(cpuPerThousand) else {
             throw ToolError(status: 1, message: "the watcher did not report its CPU time")
         }
+        let onWatcherThread = BenchRow.Figure(cpuOnWatcherThread).map { String(format: " (%.1f ms with delivery on the watcher's thread)", $0.median) } ?? ""
         return measured + [BenchRow(name: "notify_cpu", ours: cpu, foundation: nil, floor: nil,
-                                    note: "ms of CPU, not µs: the watching process's CPU time (every thread) per 1,000 changes delivered, while notify_1's \(writes) changes came, 1 ms apart; Foundation delivers none across processes")]
+                                    note: "ms of CPU, not µs: the watching process's CPU time (every thread) per 1,000 changes delivered, while notify_1's \(writes) changes came, 1 ms apart\(onWatcherThread); Foundation delivers none across processes")]
     }
 
     /// `writes` sets 1 ms apart, each timed from its return to its delivery in each of

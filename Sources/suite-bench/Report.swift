@@ -44,11 +44,12 @@ enum Report {
     }
 
     static func table(_ rows: [BenchRow]) -> String {
-        func pad(_ text: String, _ width: Int) -> String { text.count >= width ? text : String(repeating: " ", count: width - text.count) + text }
-        var lines = ["row                      ours p50       p99 |  Foundation p50       p99   ours is |   floor p50       p99  floor ×"]
+        // A figure wider than its column keeps one space before it.
+        func pad(_ text: String, _ width: Int) -> String { " " + String(repeating: " ", count: max(width - 1 - text.count, 0)) + text }
+        var lines = ["row                          ours p50       p99 |  Foundation p50       p99   ours is |   floor p50       p99  floor ×"]
         func line(_ row: BenchRow) -> String {
             let unit = unit(row)
-            var line = row.name.padding(toLength: 20, withPad: " ", startingAt: 0)
+            var line = row.name.padding(toLength: 24, withPad: " ", startingAt: 0)
             line += pad(format(row.ours.median, unit: unit), 13) + pad(format(row.ours.p99, unit: unit), 10) + " |"
             line += pad(format(row.foundation?.median, unit: unit), 15) + pad(format(row.foundation?.p99, unit: unit), 10)
             line += pad(comparison(row), 15) + " |"

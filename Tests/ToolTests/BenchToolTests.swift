@@ -67,6 +67,7 @@ struct BenchToolTests {
         if EtcdCluster.executable == nil { print("suite-bench: etcd is not installed here; the sync rows were not measured") }
         let cpu = rows.first { $0["name"] as? String == "notify_cpu" }
         #expect((cpu?["note"] as? String)?.hasPrefix("ms of CPU") == true)
+        #expect((cpu?["note"] as? String)?.contains("with delivery on the watcher's thread") == true, "\(cpu ?? [:])")
         #expect((cpu?["ours_median_us"] as? Double).map { $0 > 0 } == true, "a watcher's CPU is measured: \(cpu ?? [:])")
         // The chart was written, and UserDefaults wrote nothing into the user's configuration.
         let chart = try String(contentsOf: directory.file("chart.svg"), encoding: .utf8)

@@ -188,35 +188,33 @@ final class SuiteStore: Sendable {
         }
     }
 
-    /// Catches up as `reload` does, if that needs no more than a short spin: for the
+    /// Catches up as `reload` does, if that needs no more than a short wait: for the
     /// change watcher's thread, which serves every observed suite of the process and
-    /// so must never wait for one. (The event that wakes it comes from a writer's
+    /// so must never wait for one. The event that wakes it comes from a writer's
     /// append, before the writer has released its lock, so the lock is often still
-    /// held for a microsecond when it looks.) False when a lock stayed held through
-    /// the spin, or a repair is needed, or it failed: the caller then reloads the
-    /// waiting way, which also reports the failure.
+    /// held when it looks: for a microsecond, or, when its wake-up preempted the writer
+    /// on the same processor, until the writer runs again. So between attempts it
+    /// yields the processor rather than spinning. False when a lock stayed held for
+    /// 50 µs, or a repair is needed, or it failed: the caller then reloads the waiting
+    /// way, which also reports the failure.
     func catchUpWithoutWaiting() -> Bool {
-        var spinUntil: UInt64?
-        var pause: UInt64 = 1_000
+        var deadline: UInt64?
         while true {
             switch tryCatchUp() {
             case .caughtUp: return true
             case .failed: return false
             case .busy:
                 let now = MonotonicClock.nanoseconds()
-                let deadline = spinUntil ?? now + Self.watcherSpinNanoseconds
-                spinUntil = deadline
-                guard now < deadline else { return false }
-                let resume = min(now + pause, deadline)
-                while MonotonicClock.nanoseconds() < resume { Processor.relax() }
-                pause = min(pause * 2, 8_000)
+                if deadline == nil { deadline = now + Self.watcherWaitNanoseconds }
+                guard now < deadline! else { return false }
+                Threads.yieldProcessor()
             }
         }
     }
 
-    /// How long the change watcher spins for a suite's locks before leaving the
-    /// catch-up to the suite's queue: a writer holds them for microseconds.
-    static let watcherSpinNanoseconds: UInt64 = 50_000
+    /// How long the change watcher tries a suite's locks before leaving the catch-up
+    /// to the suite's queue: a writer holds them for microseconds.
+    static let watcherWaitNanoseconds: UInt64 = 50_000
 
     private enum CatchUpAttempt { case caughtUp, busy, failed }
 

@@ -6,6 +6,10 @@ import Glibc
 /// half-done by a parent's thread; the threads of observation must start in a
 /// child too.
 enum Threads {
+    /// `sched_yield`: lets another thread that is ready on this processor run first
+    /// (a lock holder that the caller's wake-up preempted, say).
+    static func yieldProcessor() { sched_yield() }
+
     private final class Body {
         let name: String
         let run: @Sendable () -> Void
