@@ -186,8 +186,9 @@ extension Worker {
         let finished = DispatchSemaphore(value: 0)
         let token: SuiteCancellable
         do {
-            token = try suite.observe { change in
-                // Runs on the suite's queue, one change at a time.
+            let delivery: SuiteObservation.Delivery = commandLine.value("--delivery") == "watcher-thread" ? .watcherThread : .suiteQueue
+            token = try SuiteObservation.allKeys.delivered(on: delivery).start(in: suite) { change in
+                // Runs one change at a time, on the suite's queue or the watcher's thread.
                 if change.sequence < model.lastSequence { model.outOfOrder += 1 }
                 switch change.kind {
                 case .commit:

@@ -32,6 +32,7 @@ struct Worker: Sendable {
             .value("--from", "I", help: "fuzz: the first input"),
             .value("--to", "I", help: "fuzz: the input after the last"),
             .value("--duration-ms", "MS", help: "fd-watch: how long to count notifications"),
+            .value("--delivery", "watcher-thread", help: "watch: observe with delivery on the change watcher's thread"),
             .value("--shared", "S", help: "sync-writer: how many shared keys"),
             .value("--pause-micros", "U", help: "sync-writer: the pause between writes"),
         ]

@@ -2,10 +2,11 @@ import ChildProcess
 import Foundation
 import SuiteDefaults
 
-/// W watcher processes and P writer processes committing 100-byte values: every
-/// watcher must receive every change in commit order, with the right old and new
-/// values, each as its own commit: none folded into a net change, however far
-/// behind the compactions a watcher falls (within the history kept).
+/// W watcher processes (every other one with delivery on the watcher's thread) and P
+/// writer processes committing 100-byte values: every watcher must receive every
+/// change in commit order, with the right old and new values, each as its own commit:
+/// none folded into a net change, however far behind the compactions a watcher falls
+/// (within the history kept).
 enum NotifyScenario {
     static func run(_ stress: StressRun) throws -> [ScenarioResult] {
         let options = stress.options
@@ -28,9 +29,11 @@ enum NotifyScenario {
         let commits = writerCount * writes + (foundation ? 0 : 1)  // and our "stop"
         var folded = 0, delivered = 0
         try timed({ result in
-            let watchers = try (0..<watcherCount).map { _ in
+            // Every other watcher of ours has its changes delivered on the watcher's thread.
+            let watchers = try (0..<watcherCount).map { index in
                 try stress.worker(foundation ? "fd-watch" : "watch", in: directory,
-                                  ["suite": "stream", "duration-ms": "\(Int(seconds * 1000))"])
+                                  ["suite": "stream", "duration-ms": "\(Int(seconds * 1000))"]
+                                    .merging(index % 2 == 1 && !foundation ? ["delivery": "watcher-thread"] : [:]) { $1 })
             }
             for watcher in watchers where watcher.line(startingWith: "ready") == nil { result.crashed += 1 }
             let writers = try (0..<writerCount).map { index in
