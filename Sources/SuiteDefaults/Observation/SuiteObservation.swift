@@ -30,8 +30,8 @@ public struct SuiteObservation: Sendable {
         case suiteQueue
         /// The process's change-watching thread, when it can be: the thread that
         /// reads the inotify events reads the change and calls the observers at
-        /// once, saving the wake-up of a second thread (changes from another process
-        /// arrive in about a third of the time). It does so only while the suite's
+        /// once, saving the wake-up of a second thread (a change from another process
+        /// arrives in a quarter to a half of the time). It does so only while the suite's
         /// queue is idle, every observation of the suite in this process asked for
         /// it, and reading the change needs no waiting for a lock; otherwise the
         /// change goes the default way. Either way calls stay one at a time and in
