@@ -16,20 +16,6 @@ struct HostileWatcherThreadTests {
         try Suite(named: name, directory: directory.url)
     }
 
-    /// The name of the calling thread, as `ps` shows it.
-    static func threadName() -> String {
-        ((try? String(contentsOfFile: "/proc/thread-self/comm", encoding: .utf8)) ?? "?").trimmingCharacters(in: .newlines)
-    }
-
-    /// A value that threads take turns with.
-    final class Box<Value>: @unchecked Sendable {
-        private let lock = NSLock()
-        private var value: Value
-        init(_ value: Value) { self.value = value }
-        func withLock<R>(_ body: (inout Value) -> R) -> R { lock.withLock { body(&value) } }
-        var current: Value { withLock { $0 } }
-    }
-
     /// Checks what one observer received: commit order, one call at a time, each
     /// change starting from the value the one before left, and the end state.
     static func checkHistory(_ changes: [SuiteChange], endsAt stored: [String: SuiteValue],
@@ -63,7 +49,7 @@ struct HostileWatcherThreadTests {
         let fast = ChangeRecorder()
         let token = try SuiteObservation.allKeys.delivered(on: .watcherThread).start(in: suite, onChange: fast.handler)
         let dataPath = directory.file("churn.suite").path
-        let stop = Box(false)
+        let stop = LockedBox(false)
         let toucherEnded = DispatchSemaphore(value: 0)
         Thread {
             defer { toucherEnded.signal() }
@@ -75,7 +61,7 @@ struct HostileWatcherThreadTests {
             }
         }.start()
         defer { stop.withLock { $0 = true }; _ = toucherEnded.wait(timeout: .now() + 10) }
-        let offenders = Box<[String]>([])
+        let offenders = LockedBox<[String]>([])
         let clock = ContinuousClock()
         // Bounded by time for CI; before the fix, it failed within 3,500 tries.
         let deadline = clock.now + .seconds(12)
@@ -84,7 +70,7 @@ struct HostileWatcherThreadTests {
             tries += 1
             let called = DispatchSemaphore(value: 0)
             let other = try SuiteObservation.allKeys.including(currentValues: true).start(in: suite) { change in
-                let name = Self.threadName()
+                let name = currentThreadName()
                 if name == "suite-watcher" { offenders.withLock { $0.append("\(change.key) (\(change.kind)) on \(name)") } }
                 called.signal()
             }
@@ -106,11 +92,11 @@ struct HostileWatcherThreadTests {
     func cancellingFromACallbackDoesNotStallOtherSuites(delivery: SuiteObservation.Delivery) throws {
         let tag = delivery == .watcherThread ? "w" : "q"
         let trigger = try open("trigger-" + tag), busy = try open("busy-" + tag), bystander = try open("bystander-" + tag)
-        let busyToken = Box<SuiteCancellable?>(try SuiteObservation.allKeys.start(in: busy) { _ in })
-        let fired = Box<[String]>([])
+        let busyToken = LockedBox<SuiteCancellable?>(try SuiteObservation.allKeys.start(in: busy) { _ in })
+        let fired = LockedBox<[String]>([])
         let observation = SuiteObservation.allKeys.delivered(on: delivery)
         let triggerToken = try observation.start(in: trigger) { change in
-            fired.withLock { $0.append(Self.threadName()) }
+            fired.withLock { $0.append(currentThreadName()) }
             // Stop watching `busy` once `trigger` says so: a plain cancellation.
             busyToken.withLock { token in defer { token = nil }; return token }?.cancel()
         }
@@ -229,8 +215,8 @@ struct HostileWatcherThreadTests {
             try Suite(named: name, directory: directory.url, options: { var o = Suite.Options(); o.compactionSlack = 512; return o }())
         }
         let recorders = names.map { _ in ChangeRecorder() }
-        let overlapped = Box(false)
-        let active = Box<[String: Int]>([:])
+        let overlapped = LockedBox(false)
+        let active = LockedBox<[String: Int]>([:])
         let observation = SuiteObservation.allKeys.delivered(on: .watcherThread)
         let tokens = try zip(zip(names, suites), recorders).map { pair, recorder in
             let (name, suite) = pair
@@ -314,7 +300,7 @@ struct HostileWatcherThreadTests {
             steady.handler(change)
         }
         let writer = try startWorker("write-keys", in: directory, suite: "comego", ["prefix": "other", "count": "400", "keys": "5"])
-        let stop = Box(false)
+        let stop = LockedBox(false)
         let churnEnded = DispatchSemaphore(value: 0)
         let churn = Thread {
             defer { churnEnded.signal() }

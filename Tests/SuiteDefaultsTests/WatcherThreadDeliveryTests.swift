@@ -22,20 +22,11 @@ struct WatcherThreadDeliveryTests {
 
         var handler: @Sendable (SuiteChange) -> Void {
             { [self] change in
-                let comm = (try? String(contentsOfFile: "/proc/thread-self/comm", encoding: .utf8)) ?? "?"
-                let name = comm.trimmingCharacters(in: .newlines)
+                let name = currentThreadName()
                 lock.withLock { names.append(name) }
                 changes.handler(change)
             }
         }
-    }
-
-    /// A value that threads take turns with, which closures may capture.
-    final class Shared<Value>: @unchecked Sendable {
-        private let lock = NSLock()
-        private var value: Value
-        init(_ value: Value) { self.value = value }
-        func withLock<R>(_ body: (inout Value) -> R) -> R { lock.withLock { body(&value) } }
     }
 
     func open(_ name: String) throws -> Suite {
@@ -86,7 +77,7 @@ struct WatcherThreadDeliveryTests {
     @Test func ownAndAnotherProcessesWritesStayInCommitOrder() throws {
         let suite = try open("interleaved")
         let recorder = ThreadRecorder()
-        let active = Shared(0), overlapped = Shared(false)
+        let active = LockedBox(0), overlapped = LockedBox(false)
         let token = try SuiteObservation.allKeys.delivered(on: .watcherThread).start(in: suite) { change in
             let concurrent = active.withLock { count in count += 1; return count > 1 }
             if concurrent { overlapped.withLock { $0 = true } }
@@ -135,7 +126,7 @@ struct WatcherThreadDeliveryTests {
     @Test func aCallbackThatCancelsItsObservationDoesNotStopTheWatcher() throws {
         let once = try open("once"), other = try open("other")
         let onceRecorder = ChangeRecorder(), otherRecorder = ChangeRecorder()
-        let held = Shared<SuiteCancellable?>(nil)
+        let held = LockedBox<SuiteCancellable?>(nil)
         let observation = SuiteObservation.allKeys.delivered(on: .watcherThread)
         held.withLock { token in
             token = try? observation.start(in: once) { change in
@@ -157,7 +148,7 @@ struct WatcherThreadDeliveryTests {
     /// afterwards runs what was queued in the meantime, in order.
     @Test func aBorrowedQueueKeepsItsJobsInOrder() {
         let queue = SerialQueue(name: "borrowed")
-        let order = Shared<[Int]>([])
+        let order = LockedBox<[Int]>([])
         let ran = queue.runHereIfIdle {
             order.withLock { $0.append(1) }
             queue.async { order.withLock { $0.append(2) } }

@@ -45,8 +45,10 @@ extension StoreState {
         if let startSequence, view.isLoaded, contents.lastSequence < startSequence {
             readHistory(until: startSequence)
         }
-        let continues = startSequence.map { $0 == contents.lastSequence && view.isLoaded } ?? false
-        replaceContents(with: start, recordingChanges: !continues && start.values != contents.values)
+        // A snapshot at the sequence this process holds is usually a compaction of the
+        // same state, but a repair that dropped a record in the middle makes one too:
+        // the states are compared either way, and what differs is a net change.
+        replaceContents(with: start)
         for record in commits { apply(record) }
     }
 

@@ -10,14 +10,31 @@ extension StoreState {
         // What the header said, if it can be believed at all.
         let trusted: SharedHeader.Snapshot? = if case .valid(let snapshot) = header.read() { snapshot } else { nil }
         let interruptedBy = trusted?.isCommitInProgress == true ? header.committerPID : nil
-        let previousSequence = trusted?.lastSequence ?? 0
-        // A change is in progress, as in a commit: an observer that a repaired file's
-        // rename wakes must not take the generation it knows for fresh (the new one is
-        // published only at the end), but wait for the lock and read the new file.
-        if let trusted, header.isWritable {
-            header.committerPID = ProcessIdentity.id
-            header.publish(generation: trusted.generation | 1)
+        guard let trusted, header.isWritable else {
+            return try rebuildFiles(header, trusted: trusted, interruptedBy: interruptedBy)
         }
+        // A change is in progress, as in a commit, under an odd generation that no
+        // process can hold (a reader may hold the odd one of a writer that died): an
+        // observer that a repaired file's rename wakes must not take what it knows for
+        // fresh (the new generation is published only at the end), but wait for the
+        // lock and read the new file. A rebuild that fails has changed no file, and
+        // puts the header back, so that the next one still names the writer that died,
+        // if one did, rather than this process.
+        let committer = header.committerPID
+        header.committerPID = ProcessIdentity.id
+        header.publish(generation: trusted.isCommitInProgress ? trusted.generation &+ 2 : trusted.generation | 1)
+        do {
+            try rebuildFiles(header, trusted: trusted, interruptedBy: interruptedBy)
+        } catch {
+            header.committerPID = committer
+            header.publish(generation: trusted.generation)
+            throw error
+        }
+    }
+
+    /// `rebuild()`'s work on the files, and the header set up again at the end.
+    private func rebuildFiles(_ header: SharedHeader, trusted: SharedHeader.Snapshot?, interruptedBy: Int32?) throws {
+        let previousSequence = trusted?.lastSequence ?? 0
         files.removeStaleTemporaryFiles()
 
         var bytes: [UInt8] = []
