@@ -90,12 +90,12 @@ struct SuiteContents: Sendable {
     /// slot that `effect(ofSetting:to:size:asDefault:)` found (looked up again if the
     /// table changed since).
     mutating func set(_ value: SuiteValue, forKey key: String, size: Int, asDefault: Bool, at slot: Slot, sequence: UInt64) {
-        let entry = Entry(value: value, size: RecordFormat.size(ofSetting: key, valueSize: size), isDefault: asDefault)
         if slot.revision == revision, let index = slot.index {
+            let entry = Entry(value: value, size: RecordFormat.size(ofSetting: key, valueSize: size), isDefault: asDefault)
             liveBytes += entry.size - entries.values[index].size
             entries.values[index] = entry
         } else {
-            liveBytes += entry.size - (entries.updateValue(entry, forKey: key)?.size ?? 0)
+            store(value, forKey: key, size: size, asDefault: asDefault)
         }
         lastSequence = sequence
     }
@@ -133,17 +133,14 @@ struct SuiteContents: Sendable {
         if record.kind == .transaction, record.operations.count == 1, changes != nil {
             switch record.operations[0] {
             case .set(let key, let value, let size, let asDefault):
-                let entry = Entry(value: value, size: RecordFormat.size(ofSetting: key, valueSize: size), isDefault: asDefault)
-                let old = entries.updateValue(entry, forKey: key)
-                liveBytes += entry.size - (old?.size ?? 0)
+                let old = store(value, forKey: key, size: size, asDefault: asDefault)
                 if !(old?.value).isStored(identicallyTo: value) {
                     changes!.append(KeyChange(key: key, oldValue: old?.value, newValue: value, newValueIsDefault: asDefault))
                 }
                 lastSequence = record.sequence
                 return
             case .remove(let key):
-                if let old = entries.removeValue(forKey: key) {
-                    liveBytes -= old.size
+                if let old = removeEntry(forKey: key) {
                     changes!.append(KeyChange(key: key, oldValue: old.value, newValue: nil, newValueIsDefault: false))
                 }
                 lastSequence = record.sequence
@@ -171,15 +168,10 @@ struct SuiteContents: Sendable {
         for operation in record.operations {
             switch operation {
             case .set(let key, let value, let size, let asDefault):
-                let entry = Entry(value: value, size: RecordFormat.size(ofSetting: key, valueSize: size), isDefault: asDefault)
-                let old = entries.updateValue(entry, forKey: key)
+                let old = store(value, forKey: key, size: size, asDefault: asDefault)
                 remember(key, old?.value)
-                liveBytes += entry.size - (old?.size ?? 0)
             case .remove(let key):
-                if let old = entries.removeValue(forKey: key) {
-                    remember(key, old.value)
-                    liveBytes -= old.size
-                }
+                if let old = removeEntry(forKey: key) { remember(key, old.value) }
             case .removeAll:
                 rememberAll()
                 clear()
@@ -208,13 +200,30 @@ struct SuiteContents: Sendable {
     mutating func apply(_ operation: Operation) {
         switch operation {
         case .set(let key, let value, let size, let asDefault):
-            let entry = Entry(value: value, size: RecordFormat.size(ofSetting: key, valueSize: size), isDefault: asDefault)
-            liveBytes += entry.size - (entries.updateValue(entry, forKey: key)?.size ?? 0)
+            store(value, forKey: key, size: size, asDefault: asDefault)
         case .remove(let key):
-            liveBytes -= entries.removeValue(forKey: key)?.size ?? 0
+            removeEntry(forKey: key)
         case .removeAll:
             clear()
         }
+    }
+
+    /// Stores `value` (encoded in `size` bytes) for `key`, keeping `liveBytes`;
+    /// returns the entry it replaced.
+    @inline(__always) @discardableResult
+    private mutating func store(_ value: SuiteValue, forKey key: String, size: Int, asDefault: Bool) -> Entry? {
+        let entry = Entry(value: value, size: RecordFormat.size(ofSetting: key, valueSize: size), isDefault: asDefault)
+        let old = entries.updateValue(entry, forKey: key)
+        liveBytes += entry.size - (old?.size ?? 0)
+        return old
+    }
+
+    /// Removes `key`, keeping `liveBytes`; returns the entry it removed.
+    @inline(__always) @discardableResult
+    private mutating func removeEntry(forKey key: String) -> Entry? {
+        guard let old = entries.removeValue(forKey: key) else { return nil }
+        liveBytes -= old.size
+        return old
     }
 
     /// Makes room for `count` keys.
