@@ -218,20 +218,25 @@ final class SuiteStore: Sendable {
 
     private enum CatchUpAttempt { case caughtUp, busy, failed }
 
-    /// One attempt of `catchUpWithoutWaiting`.
+    /// One attempt of `catchUpWithoutWaiting`: `refresh`'s first attempt, made only if
+    /// the state's lock is free.
     private func tryCatchUp() -> CatchUpAttempt {
         var diagnostics: [SuiteDiagnostic] = []
         defer { diagnostics.forEach(SuiteDiagnostics.report) }
-        let attempt = state.withLockIfFree { state in
-            (try? run({ state -> CatchUpAttempt in
-                if state.isFresh { return .caughtUp }
-                guard try state.tryLockFile(.shared) else { return .busy }
-                defer { state.unlockFile() }
-                try state.catchUp(exclusive: false)
+        let outcome = state.withLockIfFree { state -> CatchUpAttempt in
+            do {
+                try run({ try oneAttempt(.shared, skippingIfFresh: true, on: $0) { try $0.catchUp(exclusive: false) } },
+                        on: &state, diagnostics: &diagnostics)
                 return .caughtUp
-            }, on: &state, diagnostics: &diagnostics)) ?? .failed
+            } catch is AlreadyFresh {
+                return .caughtUp
+            } catch is LockBusy {
+                return .busy
+            } catch {
+                return .failed
+            }
         }
-        return attempt ?? .busy
+        return outcome ?? .busy
     }
 
     /// Brings the contents up to the committed state, under the shared lock, and
@@ -279,23 +284,30 @@ final class SuiteStore: Sendable {
         defer { wait.finish() }
         while true {
             do {
-                return try withState { state -> R in
-                    if skippingIfFresh && state.isFresh { throw AlreadyFresh() }
-                    if kind == .exclusive && !state.writable {
-                        throw SuiteError(.readOnly, suite: name, path: directoryPath,
-                                         message: "This process may only read the suite (its files or directory are not writable).")
-                    }
-                    let point = state.lockWaitPoint
-                    guard try state.tryLockFile(kind) else { throw LockBusy(point: point) }
-                    defer { state.unlockFile() }
-                    return try body(state)
-                }
+                return try withState { try oneAttempt(kind, skippingIfFresh: skippingIfFresh, on: $0, body) }
             } catch let busy as LockBusy {
                 guard wait.pause(after: busy.point) else {
                     throw try withState { $0.lockTimeoutError(kind, waited: timeout ?? .zero) }
                 }
             }
         }
+    }
+
+    /// One attempt of `withFileLocked`, on the state under its lock: `body` holding the
+    /// file lock of `kind`. Throws `AlreadyFresh` (with `skippingIfFresh`) without
+    /// locking the file when the state is fresh, and `LockBusy` when the file lock is held.
+    @inline(__always)
+    private func oneAttempt<R>(_ kind: FileDescriptor.LockKind, skippingIfFresh: Bool, on state: StoreState,
+                               _ body: (StoreState) throws -> R) throws -> R {
+        if skippingIfFresh && state.isFresh { throw AlreadyFresh() }
+        if kind == .exclusive && !state.writable {
+            throw SuiteError(.readOnly, suite: name, path: directoryPath,
+                             message: "This process may only read the suite (its files or directory are not writable).")
+        }
+        let point = state.lockWaitPoint
+        guard try state.tryLockFile(kind) else { throw LockBusy(point: point) }
+        defer { state.unlockFile() }
+        return try body(state)
     }
 
     // MARK: Registered defaults
