@@ -3,7 +3,6 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
-import Synchronization
 
 /// The one inotify instance of this process, and the one thread that reads it.
 ///
@@ -87,16 +86,12 @@ final class ChangeWatcher: Sendable {
     }
 
     private let locked = Locked(State())
-    /// The reader thread, and the fork epoch it runs in: to tell a call made on it.
-    private let readerThread = Atomic<UInt>(0)
-    private let readerEpoch = Atomic<UInt32>(0)
+    /// The reader thread: to tell a call made on it.
+    private let readerThread = ThreadMark()
 
     /// Whether the caller runs on this process's reader thread (an observer called
     /// there, with `.watcherThread`), which must never wait for a suite.
-    var isReaderThread: Bool {
-        readerThread.load(ordering: .relaxed) == ProcessIdentity.thread
-            && readerEpoch.load(ordering: .relaxed) == ForkEpoch.current
-    }
+    var isReaderThread: Bool { readerThread.isCurrentThread }
 
     /// How often a removed directory is looked for again.
     static let lookAgainInterval = Duration.milliseconds(100)
@@ -309,8 +304,7 @@ final class ChangeWatcher: Sendable {
     // MARK: The reader thread
 
     private func run(_ inotify: CInt) {
-        readerEpoch.store(ForkEpoch.current, ordering: .relaxed)
-        readerThread.store(ProcessIdentity.thread, ordering: .relaxed)
+        readerThread.markCurrentThread()
         let capacity = 64 * 1024
         let buffer = UnsafeMutableRawPointer.allocate(byteCount: capacity, alignment: 8)
         while true {

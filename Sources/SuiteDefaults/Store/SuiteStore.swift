@@ -3,7 +3,6 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
-import Synchronization
 
 /// One suite as this process sees it, shared by every `Suite` instance of the same
 /// suite in the process: the engine's state behind a lock, and the registered
@@ -20,10 +19,8 @@ final class SuiteStore: Sendable {
     /// This suite's registered defaults: the process's, shared with every store of it.
     private let defaults: RegisteredDefaults
     /// The thread inside an `update` block, to catch a block that calls back into
-    /// the suite (which would deadlock) with a clear message; and the fork epoch it
-    /// was in, since a forked child's new threads may reuse a parent's thread ID.
-    private let transactionThread = Atomic<UInt>(0)
-    private let transactionEpoch = Atomic<UInt32>(0)
+    /// the suite (which would deadlock) with a clear message.
+    private let transactionThread = ThreadMark()
     /// Who receives the commits applied while the state collects changes (the
     /// layer above sets it up when it first wants them).
     private let listener = Locked<(any AppliedCommitListener)?>(nil)
@@ -45,8 +42,7 @@ final class SuiteStore: Sendable {
 
     /// Whether the calling thread is inside an `update` block of this store.
     var isInsideTransactionOnCurrentThread: Bool {
-        transactionThread.load(ordering: .relaxed) == ProcessIdentity.thread
-            && transactionEpoch.load(ordering: .relaxed) == ForkEpoch.current
+        transactionThread.isCurrentThread
     }
 
     private func checkNotInsideTransaction() {
@@ -365,9 +361,8 @@ final class SuiteStore: Sendable {
             let result: R
             let started = MonotonicClock.nanoseconds()
             do {
-                transactionEpoch.store(ForkEpoch.current, ordering: .relaxed)
-                transactionThread.store(ProcessIdentity.thread, ordering: .relaxed)
-                defer { transactionThread.store(0, ordering: .relaxed) }
+                transactionThread.markCurrentThread()
+                defer { transactionThread.clear() }
                 result = try body(transaction)
             } catch {
                 transaction.abandon()
