@@ -25,6 +25,18 @@ static inline void sd_atomic_store_relaxed(uint64_t *address, uint64_t value) {
     __atomic_store_n(address, value, __ATOMIC_RELAXED);
 }
 
+// Fences, for the shared header read as a sequence lock: a writer's release fence
+// after it marks a change begun keeps the change's stores behind the mark; a
+// reader's acquire fence after it loaded the fields keeps its second load of the
+// mark behind them.
+static inline void sd_atomic_fence_release(void) {
+    __atomic_thread_fence(__ATOMIC_RELEASE);
+}
+
+static inline void sd_atomic_fence_acquire(void) {
+    __atomic_thread_fence(__ATOMIC_ACQUIRE);
+}
+
 static inline uint32_t sd_atomic_load_u32(const uint32_t *address) {
     return __atomic_load_n(address, __ATOMIC_ACQUIRE);
 }

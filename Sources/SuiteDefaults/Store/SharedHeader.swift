@@ -39,8 +39,13 @@ struct SharedHeader {
     var generation: UInt64 { word(16).loadAcquiring() }
 
     /// Publishes a generation, with release ordering: every field written before it
-    /// is visible to a process that loads it.
-    func publish(generation: UInt64) { word(16).storeReleasing(generation) }
+    /// is visible to a process that loads it. An odd one marks a change begun: the
+    /// fence keeps the change's stores from being seen before it by a reader that
+    /// reads between changes (`readBetweenChanges()`).
+    func publish(generation: UInt64) {
+        word(16).storeReleasing(generation)
+        if generation & 1 == 1 { SharedMemoryFence.release() }
+    }
 
     func setCommitted(length: Int, dataFileID: UInt64) {
         store(UInt64(length), 24)
@@ -94,6 +99,17 @@ struct SharedHeader {
             return .implausible("committed length \(length) is outside \(DataFileHeader.size) to \(FormatLimits.maximumFileSize)")
         }
         return .valid(Snapshot(generation: generation, committedLength: Int(length), dataFileID: fileID, lastSequence: sequence))
+    }
+
+    /// What is committed, read without the file lock, while a writer may be changing
+    /// it: nil while a change is in progress, or when one began while the fields were
+    /// read (the generation, loaded before and after them, differs), as well as when
+    /// `read()` finds nothing valid.
+    func readBetweenChanges() -> Snapshot? {
+        let before = generation
+        guard before & 1 == 0, case .valid(let snapshot) = read(), snapshot.generation == before else { return nil }
+        SharedMemoryFence.acquire()
+        return word(16).loadRelaxed() == before ? snapshot : nil
     }
 
     /// Sets up every field from what a full scan found. The magic comes last, so a

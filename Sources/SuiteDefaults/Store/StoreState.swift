@@ -218,6 +218,51 @@ final class StoreState: @unchecked Sendable {
                     lastSequence: committed.lastSequence, isLoaded: true)
     }
 
+    /// What a catch-up without the file lock came to.
+    enum UnlockedCatchUp {
+        case caughtUp
+        /// A writer is inside a commit: trying again in a moment may succeed.
+        case changeInProgress
+        /// Nothing that can be read without the lock: catch up under it.
+        case needsFileLock
+    }
+
+    /// The most that a catch-up without the file lock reads; more is read under the
+    /// lock, which bounds a read by the file's size before it reads.
+    static let longestUnlockedRead = 64 * 1024
+
+    /// Catches up without the file lock, trusting the shared header as a fresh read
+    /// does: applies the commits appended to the same data file since the last
+    /// catch-up, when the header, read between changes, says they are committed, and
+    /// they verify, each after the last, up to the header's last sequence number.
+    /// Committed bytes of a data file never change while the header names that file,
+    /// and a writer appends only past them, so no lock is needed to read them.
+    ///
+    /// Anything else is left to the locked catch-up, having changed nothing: a lock
+    /// file that lost its name (whose header, which other processes no longer
+    /// write, must not be taken for current), a replaced data file, a header that
+    /// moved without a longer file (a repair), more than `longestUnlockedRead`, a
+    /// short read, a record that does not verify. The locked catch-up also checks
+    /// the data file for tampering (its size and name), which this leaves to the
+    /// next locked catch-up or commit.
+    func catchUpWithoutFileLock() -> UnlockedCatchUp {
+        guard epoch == ForkEpoch.current, view.isLoaded, let header, let lockFile, let dataFile else { return .needsFileLock }
+        guard let committed = header.readBetweenChanges() else {
+            return header.generation & 1 == 1 ? .changeInProgress : .needsFileLock
+        }
+        let start = view.length, end = committed.committedLength
+        guard committed.generation != view.generation, committed.dataFileID == view.dataFileID, committed.dataFileID != 0,
+              end > start, end - start <= Self.longestUnlockedRead,
+              // After the header was read: a name lost before it shows here.
+              let lock = try? lockFile.status(), lock.linkCount > 0, lock.size >= SharedHeader.size,
+              let bytes = try? dataFile.read(count: end - start, at: start), bytes.count == end - start,
+              applyCommits(in: bytes, endingAt: committed.lastSequence)
+        else { return .needsFileLock }
+        view = View(generation: committed.generation, dataFileID: committed.dataFileID, length: end,
+                    lastSequence: committed.lastSequence, isLoaded: true)
+        return .caughtUp
+    }
+
     private func dataFileStatus() throws -> FileStatus {
         guard let dataFile else { throw NeedsExclusiveLock() }
         do {
@@ -300,13 +345,7 @@ final class StoreState: @unchecked Sendable {
         }
         guard bytes.count == end - start else { return try damageFound(exclusive: exclusive) }
         guard !collectsChanges else {
-            // The usual catch-up of an observer reads one commit: no list for it. (One that
-            // does not verify is found damaged below.)
-            if let record = Self.onlyRecord(in: bytes, after: contents.lastSequence) { return apply(record) }
-            guard let records = Self.records(in: bytes, from: 0, after: contents.lastSequence),
-                  records.allSatisfy({ $0.kind == .transaction })
-            else { return try damageFound(exclusive: exclusive) }
-            for record in records { apply(record) }
+            if !applyCommits(in: bytes) { try damageFound(exclusive: exclusive) }
             return
         }
         let applied = bytes.withUnsafeBytes { buffer -> Bool in
@@ -320,6 +359,24 @@ final class StoreState: @unchecked Sendable {
             return true
         }
         if !applied { try damageFound(exclusive: exclusive) }
+    }
+
+    /// Applies the commits that are all of `bytes`, if each verifies and follows the
+    /// one before it (the first follows the contents), and the last is `last` when
+    /// given; false, having applied none, otherwise. One commit, the usual catch-up of
+    /// an observer, is applied without a list.
+    private func applyCommits(in bytes: [UInt8], endingAt last: UInt64? = nil) -> Bool {
+        if let record = Self.onlyRecord(in: bytes, after: contents.lastSequence) {
+            guard last == nil || record.sequence == last else { return false }
+            apply(record)
+            return true
+        }
+        guard let records = Self.records(in: bytes, from: 0, after: contents.lastSequence),
+              records.allSatisfy({ $0.kind == .transaction }),
+              last == nil || records.last?.sequence == last
+        else { return false }
+        for record in records { apply(record) }
+        return true
     }
 
     /// The contents that the records from `offset` to the window's end make, by the

@@ -221,9 +221,15 @@ final class SuiteStore: Sendable {
         defer { diagnostics.forEach(SuiteDiagnostics.report) }
         let outcome = state.withLockIfFree { state -> CatchUpAttempt in
             do {
-                try run({ try oneAttempt(.shared, skippingIfFresh: true, on: $0) { try $0.catchUp(exclusive: false) } },
-                        on: &state, diagnostics: &diagnostics)
-                return .caughtUp
+                return try run({ state in
+                    switch state.catchUpWithoutFileLock() {
+                    case .caughtUp: return .caughtUp
+                    case .changeInProgress: return .busy
+                    case .needsFileLock:
+                        try oneAttempt(.shared, skippingIfFresh: true, on: state) { try $0.catchUp(exclusive: false) }
+                        return .caughtUp
+                    }
+                }, on: &state, diagnostics: &diagnostics)
             } catch is AlreadyFresh {
                 return .caughtUp
             } catch is LockBusy {
@@ -238,6 +244,7 @@ final class SuiteStore: Sendable {
     /// Brings the contents up to the committed state, under the shared lock, and
     /// under the exclusive lock when a repair turns out to be needed.
     private func refresh(lockTimeout: Duration?) throws {
+        if try withState({ $0.catchUpWithoutFileLock() }) == .caughtUp { return }
         var kind = FileDescriptor.LockKind.shared
         while true {
             do {

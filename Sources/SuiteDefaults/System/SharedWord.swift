@@ -67,3 +67,14 @@ enum Processor {
     @inline(__always)
     static func relax() { sd_cpu_relax() }
 }
+
+/// Orderings between accesses to different shared words.
+enum SharedMemoryFence {
+    /// Stores after it are seen after every access before it.
+    @inline(__always)
+    static func release() { sd_atomic_fence_release() }
+
+    /// Loads after it see at least what loads before it saw.
+    @inline(__always)
+    static func acquire() { sd_atomic_fence_acquire() }
+}
