@@ -307,6 +307,10 @@ final class ChangeWatcher: Sendable {
         readerThread.markCurrentThread()
         let capacity = 64 * 1024
         let buffer = UnsafeMutableRawPointer.allocate(byteCount: capacity, alignment: 8)
+        // Kept from one wake-up to the next, so that the usual one (one event, one
+        // suite) allocates nothing here.
+        var events: [Inotify.Event] = [], touched: [(DirectoryIdentity, String)] = []
+        var hubs: [ObserverHub] = [], listeners: [(DirectoryListener, String?)] = []
         while true {
             // While directories are missing, wake up now and then to look for them.
             if withState({ !$0.lost.isEmpty }) {
@@ -315,13 +319,14 @@ final class ChangeWatcher: Sendable {
                 if !ready { continue }
             }
             guard let count = Inotify.read(inotify, into: buffer, capacity: capacity) else { return }
-            var touched: [(DirectoryIdentity, String)] = []
             var everything = false
             var lostHubs: [ObserverHub] = []
             // A simulated overflow loses this batch's events, as a real one would.
-            let simulatedOverflow = SuiteFaultInjection.takeSimulatedOverflow()
-            let events = simulatedOverflow ? [] : Inotify.events(in: buffer, count: count)
-            if simulatedOverflow { everything = true }
+            if SuiteFaultInjection.takeSimulatedOverflow() {
+                everything = true
+            } else {
+                Inotify.append(eventsIn: buffer, count: count, to: &events)
+            }
             for event in events {
                 if event.mask.contains(.queueOverflowed) {
                     // Events were lost: every suite catches up from its file.
@@ -348,26 +353,30 @@ final class ChangeWatcher: Sendable {
             for hub in lostHubs { hub.directoryRemoved() }
             // Collected under the lock, called outside it. Neither call blocks: this one
             // thread serves every suite, so it never waits for any suite's lock.
-            let (hubs, listeners) = withState { state -> ([ObserverHub], [(DirectoryListener, String?)]) in
-                var hubs: [ObserverHub] = []
-                var listeners: [(DirectoryListener, String?)] = []
+            withState { state in
                 if everything {
                     hubs = state.watches.values.flatMap { $0.watchers.hubs.values.compactMap(\.hub) }
                     listeners = state.watches.values.flatMap { $0.watchers.listeners.values.map { ($0, nil) } }
+                    return
                 }
                 for (identity, suite) in touched {
                     guard let watch = state.watches[identity] else { continue }
-                    guard !everything else { break }
-                    hubs += watch.watchers.hubs.values.filter { $0.suite == suite }.compactMap(\.hub)
-                    listeners += watch.watchers.listeners.values.map { ($0, suite) }
+                    for weakHub in watch.watchers.hubs.values where weakHub.suite == suite {
+                        if let hub = weakHub.hub { hubs.append(hub) }
+                    }
+                    for listener in watch.watchers.listeners.values { listeners.append((listener, suite)) }
                 }
-                return (hubs, listeners)
             }
             for hub in hubs {
                 if everything { hub.lostEvents() }
                 hub.fileChanged()
             }
             for (listener, suite) in listeners { listener.handler(suite) }
+            // Emptied now, so that no hub or listener is kept alive until the next event.
+            events.removeAll(keepingCapacity: true)
+            touched.removeAll(keepingCapacity: true)
+            hubs.removeAll(keepingCapacity: true)
+            listeners.removeAll(keepingCapacity: true)
         }
     }
 }

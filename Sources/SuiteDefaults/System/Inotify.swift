@@ -36,6 +36,12 @@ enum Inotify {
     /// Splits `count` bytes read from an instance into events.
     static func events(in buffer: UnsafeRawPointer, count: Int) -> [Event] {
         var events: [Event] = []
+        append(eventsIn: buffer, count: count, to: &events)
+        return events
+    }
+
+    /// `events(in:count:)`, appended to `events` (whose storage a reader keeps).
+    static func append(eventsIn buffer: UnsafeRawPointer, count: Int, to events: inout [Event]) {
         var offset = 0
         let headerSize = MemoryLayout<inotify_event>.size
         while offset + headerSize <= count {
@@ -49,7 +55,6 @@ enum Inotify {
             events.append(Event(watch: event.wd, mask: Mask(rawValue: event.mask), name: name))
             offset += headerSize + nameLength
         }
-        return events
     }
 
     /// A new instance, close-on-exec.
