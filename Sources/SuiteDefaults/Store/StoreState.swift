@@ -203,8 +203,9 @@ final class StoreState: @unchecked Sendable {
                 status = loaded
             } else {
                 status = try dataFileStatus()
-                // Bounded by what is there before anything is read.
-                guard length <= status.size else { return try damageFound(exclusive: exclusive) }
+                // Bounded by what is there before anything is read, and from the suite's
+                // file: one that lost its name may hold what the suite's never had.
+                guard length <= status.size, status.linkCount > 0 else { return try damageFound(exclusive: exclusive) }
                 if length > view.length { try readRecords(from: view.length, to: length, exclusive: exclusive) }
             }
             // With no commit in progress the file ends exactly at the committed length,
@@ -238,15 +239,20 @@ final class StoreState: @unchecked Sendable {
     /// Committed bytes of a data file never change while the header names that file,
     /// and a writer appends only past them, so no lock is needed to read them.
     ///
-    /// Anything else is left to the locked catch-up, having changed nothing: a lock
-    /// file that lost its name (whose header, which other processes no longer
-    /// write, must not be taken for current), a replaced data file, a header that
-    /// moved without a longer file (a repair), more than `longestUnlockedRead`, a
-    /// short read, a record that does not verify. The locked catch-up also checks
-    /// the data file for tampering (its size and name), which this leaves to the
-    /// next locked catch-up or commit.
+    /// Anything else is left to the locked catch-up, having changed nothing: a
+    /// state that is fresh or a header that says nothing new, a lock file that lost
+    /// its name (whose header, which other processes no longer write, must not be
+    /// taken for current), a data file that lost its name (replaced, say by a copy
+    /// of its committed bytes: the file this process has open may hold a dead
+    /// writer's record under a sequence number that the suite's file has given to
+    /// another commit since), another data file, a header that moved without a
+    /// longer file (a repair), more than `longestUnlockedRead`, a short read, a record
+    /// that does not verify. The locked catch-up also checks that the data file ends
+    /// at the committed length, which this leaves to the next locked catch-up or commit.
     func catchUpWithoutFileLock() -> UnlockedCatchUp {
-        guard epoch == ForkEpoch.current, view.isLoaded, let header, let lockFile, let dataFile else { return .needsFileLock }
+        guard epoch == ForkEpoch.current, view.isLoaded, let header, let lockFile, let dataFile,
+              header.generation != view.generation
+        else { return .needsFileLock }
         guard let committed = header.readBetweenChanges() else {
             return header.generation & 1 == 1 ? .changeInProgress : .needsFileLock
         }
@@ -255,6 +261,7 @@ final class StoreState: @unchecked Sendable {
               end > start, end - start <= Self.longestUnlockedRead,
               // After the header was read: a name lost before it shows here.
               let lock = try? lockFile.status(), lock.linkCount > 0, lock.size >= SharedHeader.size,
+              let data = try? dataFile.status(), data.linkCount > 0,
               let bytes = try? dataFile.read(count: end - start, at: start), bytes.count == end - start,
               applyCommits(in: bytes, endingAt: committed.lastSequence)
         else { return .needsFileLock }

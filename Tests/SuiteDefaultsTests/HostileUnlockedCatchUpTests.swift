@@ -1,0 +1,105 @@
+import ChildProcess
+import Foundation
+import Glibc
+import Testing
+import TestSupport
+@_spi(Testing) @testable import SuiteDefaults
+
+/// Attacks on the catch-up without the file lock (`catchUpWithoutFileLock`): what it
+/// trusts (the shared header, the data file it has open) against what the locked
+/// catch-up checks (that the data file it has open is still the suite's file).
+@Suite("Catching up without the file lock, attacked")
+struct HostileUnlockedCatchUpTests {
+    let directory = TemporaryDirectory()
+
+    /// What a new process reads for `key`: the committed state.
+    func readInAnotherProcess(_ key: String, suite: String) throws -> [String] {
+        let reader = try startWorker("get", in: directory, suite: suite, ["key": key])
+        reader.expectSuccess(within: .seconds(60))
+        return reader.lines
+    }
+
+    /// The suite's file is replaced by a copy of every committed byte (renamed into
+    /// place: the file this process has open loses its name) after a writer was killed
+    /// with its record of `k = v1` written but not published. `settle` runs in between.
+    func restoreUnderADeadWriter(_ name: String, settle: () throws -> Void = {}) throws {
+        let data = directory.file(name + ".suite").path, copy = directory.file(name + ".backup").path
+        try FileManager.default.copyItem(atPath: data, toPath: copy)
+        let killed = try startWorker("pause", in: directory, suite: name, ["point": "recordWritten", "key": "k", "value": "v1"])
+        defer { _ = killed.kill() }
+        killed.expectLine(startingWith: "paused")
+        _ = killed.kill()
+        try settle()
+        #expect(rename(copy, data) == 0)
+    }
+
+    /// A writer repairs after the one that died (rebuilding the header from the
+    /// restored file) and commits `k = v2`: as large as v1, and with the same sequence
+    /// number, since v1 was never published.
+    func commitV2AfterTheRepair(_ name: String) throws {
+        let writer = try startWorker("try-set", in: directory, suite: name, ["key": "k", "value": "v2"])
+        writer.expectLine(startingWith: "ok")
+        writer.expectSuccess(within: .seconds(60))
+        let committed = try readInAnotherProcess("k", suite: name)
+        #expect(committed.contains("value \"v2\""), "\(committed)")
+    }
+
+    /// A reader that is behind holds the data file that the suite's file was restored
+    /// over (a copy of every committed byte, renamed into place: the old file lost its
+    /// name, and still holds the record of a writer killed before it published it).
+    /// The next writer repairs after the dead one, from the restored file (the header
+    /// is not touched by anyone outside the library), and commits a record of the same
+    /// size and number as the one left in the old file.
+    ///
+    /// The locked catch-up of the reader would find its data file without a name and
+    /// read the suite's file. The unlocked one finds the same file ID, a longer
+    /// committed length and a record there numbered as the header says, in the file
+    /// that lost its name, and applies it: the reader answers with a value whose
+    /// commit never completed (its writer was killed before publishing it), in place
+    /// of the committed one, and keeps it, fresh, until the next commit.
+    @Test func aReaderBehindOnAReplacedDataFileReadsACommitThatNeverHappened() throws {
+        let name = "restored"
+        let reader = try Suite(named: name, directory: directory.url)
+        try reader.set("v0", forKey: "k")
+        #expect(reader.string(forKey: "k") == "v0")
+        try restoreUnderADeadWriter(name)
+        try commitV2AfterTheRepair(name)
+        let first = reader.string(forKey: "k")
+        #expect(first == "v2", "read \(String(describing: first)), a value whose commit never completed")
+        let again = reader.string(forKey: "k")
+        #expect(again == "v2", "read \(String(describing: again)) again")
+    }
+
+    /// The same for an observer (delivery on the watcher's thread): it is told of
+    /// v1, which was never committed, and never of v2, which was. Before the restore,
+    /// this process has caught up to the dead writer's state (the header's odd
+    /// generation); after it, the watcher has handled the rename's event (an event
+    /// of another suite of the directory, later, has been delivered) and the suite's
+    /// queue is drained, so that the only catch-up after the repair is the one that
+    /// the commit of v2 wakes.
+    @Test func anObserverBehindOnAReplacedDataFileNeverHearsOfTheCommittedValue() throws {
+        let name = "restored-observed"
+        let suite = try Suite(named: name, directory: directory.url)
+        try suite.set("v0", forKey: "k")
+        let recorder = ChangeRecorder()
+        let token = try SuiteObservation.allKeys.delivered(on: .watcherThread).start(in: suite, onChange: recorder.handler)
+        let other = try Suite(named: "other", directory: directory.url)
+        let otherRecorder = ChangeRecorder()
+        let otherToken = try SuiteObservation.allKeys.delivered(on: .watcherThread).start(in: other, onChange: otherRecorder.handler)
+        try restoreUnderADeadWriter(name) {
+            #expect(suite.string(forKey: "k") == "v0")
+        }
+        try writeFromAnotherProcess("mark", "after the restore", in: directory.url, suite: "other")
+        #expect(otherRecorder.wait(for: "mark", toBecome: "after the restore"))
+        ObserverHub.of(suite.store).waitForDelivery()
+
+        try commitV2AfterTheRepair(name)
+        let heard = recorder.wait(for: "k", toBecome: "v2", timeout: .seconds(10))
+        #expect(heard, "the observer heard \(recorder.changes.map { "\($0.key) -> \($0.newValue.map { "\($0)" } ?? "nil")" }), never k -> v2")
+        // Nor is it told of v1 first: a catch-up reads nothing from a file that lost its name.
+        #expect(!recorder.changes.contains { $0.newValue == .string("v1") }, "\(recorder.changes)")
+        let read = suite.string(forKey: "k")
+        #expect(read == "v2", "and this process reads \(String(describing: read))")
+        withExtendedLifetime((token, otherToken)) {}
+    }
+}
