@@ -35,8 +35,9 @@ extension Suite {
         public var compactionSlack: Int
         /// How long an operation waits for another process to release the suite's
         /// lock before it gives up: writes then throw `SuiteError` `.lockTimeout`, and
-        /// reads answer from the state read before, reporting a `refreshFailed`
-        /// diagnostic (`reload()` throws). nil waits for as long as it takes.
+        /// reads that need the lock (most read between commits without it) answer from
+        /// the state read before, reporting a `refreshFailed` diagnostic (`reload()`
+        /// throws). nil waits for as long as it takes.
         /// Default 2 seconds: a healthy holder keeps the lock for microseconds, so
         /// only a stopped or stuck process makes anyone wait that long.
         public var lockTimeout: Duration?

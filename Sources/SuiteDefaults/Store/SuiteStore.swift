@@ -187,12 +187,13 @@ final class SuiteStore: Sendable {
     /// Catches up as `reload` does, if that needs no more than a short wait: for the
     /// change watcher's thread, which serves every observed suite of the process and
     /// so must never wait for one. The event that wakes it comes from a writer's
-    /// append, before the writer has released its lock, so the lock is often still
-    /// held when it looks: for a microsecond, or, when its wake-up preempted the writer
-    /// on the same processor, until the writer runs again. So between attempts it
-    /// yields the processor rather than spinning. False when a lock stayed held for
-    /// 50 µs, or a repair is needed, or it failed: the caller then reloads the waiting
-    /// way, which also reports the failure.
+    /// append, before the writer has published its commit (and released its lock), so
+    /// the commit is often still in progress when it looks: for a few nanoseconds, or,
+    /// when its wake-up preempted the writer on the same processor, until the writer
+    /// runs again. So between attempts it yields the processor rather than spinning.
+    /// False when a commit stayed in progress or a lock stayed held for 50 µs, or a
+    /// repair is needed, or it failed: the caller then reloads the waiting way, which
+    /// also reports the failure.
     func catchUpWithoutWaiting() -> Bool {
         var deadline: UInt64?
         while true {
@@ -208,8 +209,9 @@ final class SuiteStore: Sendable {
         }
     }
 
-    /// How long the change watcher tries a suite's locks before leaving the catch-up
-    /// to the suite's queue: a writer holds them for microseconds.
+    /// How long the change watcher waits for a commit in progress, or tries a suite's
+    /// locks, before leaving the catch-up to the suite's queue: a writer holds them
+    /// for microseconds.
     static let watcherWaitNanoseconds: UInt64 = 50_000
 
     private enum CatchUpAttempt { case caughtUp, busy, failed }
@@ -241,8 +243,9 @@ final class SuiteStore: Sendable {
         return outcome ?? .busy
     }
 
-    /// Brings the contents up to the committed state, under the shared lock, and
-    /// under the exclusive lock when a repair turns out to be needed.
+    /// Brings the contents up to the committed state: without the file lock when the
+    /// shared header vouches for what is read (`catchUpWithoutFileLock`), else under
+    /// the shared lock, and under the exclusive lock when a repair turns out to be needed.
     private func refresh(lockTimeout: Duration?) throws {
         if try withState({ $0.catchUpWithoutFileLock() }) == .caughtUp { return }
         var kind = FileDescriptor.LockKind.shared

@@ -33,14 +33,8 @@ enum Inotify {
         var name: String
     }
 
-    /// Splits `count` bytes read from an instance into events.
-    static func events(in buffer: UnsafeRawPointer, count: Int) -> [Event] {
-        var events: [Event] = []
-        append(eventsIn: buffer, count: count, to: &events)
-        return events
-    }
-
-    /// `events(in:count:)`, appended to `events` (whose storage a reader keeps).
+    /// Splits `count` bytes read from an instance into events, appended to `events`
+    /// (whose storage a reader keeps from one read to the next).
     static func append(eventsIn buffer: UnsafeRawPointer, count: Int, to events: inout [Event]) {
         var offset = 0
         let headerSize = MemoryLayout<inotify_event>.size
