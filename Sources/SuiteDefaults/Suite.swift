@@ -154,8 +154,10 @@ public final class Suite: SuiteWritable, Sendable {
 
     /// Reads the latest state now, throwing what a read would only report as a
     /// diagnostic (reads answer from the last state read when the file fails them).
+    /// It also moves this process to a new lock file when the one it has lost its name
+    /// (see Design.md, "Limitations that remain").
     public func reload() throws {
-        try store.reload(lockTimeout: options.lockTimeout)
+        try store.reload(lockTimeout: options.lockTimeout, skipping: .whenFreshWithItsLockFile)
     }
 
     // MARK: Writing

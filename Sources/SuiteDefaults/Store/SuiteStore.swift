@@ -174,11 +174,15 @@ final class SuiteStore: Sendable {
         }
     }
 
-    /// Refreshes, throwing what a read would only report. With no `lockTimeout`, waits
-    /// as long as it takes, without keeping the process's other threads from reading.
-    func reload(lockTimeout: Duration?) throws {
+    /// Refreshes, throwing what a read would only report. `Suite.reload()` also follows
+    /// a lock file that lost its name when the state is fresh by the old one's header
+    /// (`skipping`); an observer's catch-up does not, since an error there, as the
+    /// files of a suite whose directory is being removed go, would reach the observers
+    /// before the directory's removal. With no `lockTimeout`, waits as long as it
+    /// takes, without keeping the process's other threads from reading.
+    func reload(lockTimeout: Duration?, skipping: LockSkip = .whenFresh) throws {
         do {
-            try refresh(lockTimeout: lockTimeout)
+            try refresh(lockTimeout: lockTimeout, skipping: skipping)
         } catch {
             throw SuiteError(error, suite: name, doing: "read the suite")
         }
@@ -228,7 +232,7 @@ final class SuiteStore: Sendable {
                     case .caughtUp: return .caughtUp
                     case .changeInProgress: return .busy
                     case .needsFileLock:
-                        try oneAttempt(.shared, skippingIfFresh: true, on: state) { try $0.catchUp(exclusive: false) }
+                        try oneAttempt(.shared, skipping: .whenFresh, on: state) { try $0.catchUp(exclusive: false) }
                         return .caughtUp
                     }
                 }, on: &state, diagnostics: &diagnostics)
@@ -246,12 +250,13 @@ final class SuiteStore: Sendable {
     /// Brings the contents up to the committed state: without the file lock when the
     /// shared header vouches for what is read (`catchUpWithoutFileLock`), else under
     /// the shared lock, and under the exclusive lock when a repair turns out to be needed.
-    private func refresh(lockTimeout: Duration?) throws {
+    /// A state that is fresh is left as it is (`skipping`).
+    private func refresh(lockTimeout: Duration?, skipping: LockSkip = .whenFresh) throws {
         if try withState({ $0.catchUpWithoutFileLock() }) == .caughtUp { return }
         var kind = FileDescriptor.LockKind.shared
         while true {
             do {
-                try withFileLocked(kind, timeout: lockTimeout, skippingIfFresh: true) { state in
+                try withFileLocked(kind, timeout: lockTimeout, skipping: skipping) { state in
                     try state.catchUp(exclusive: kind == .exclusive)
                 }
                 return
@@ -274,23 +279,35 @@ final class SuiteStore: Sendable {
         let point: LockWait.Point
     }
 
-    /// Thrown when `skippingIfFresh` found the state fresh: nothing to do.
+    /// Thrown when an attempt found the state fresh (`LockSkip`): nothing to do.
     private struct AlreadyFresh: Error {}
+
+    /// When an attempt leaves the file lock alone, having nothing to catch up.
+    enum LockSkip {
+        /// Never: a write, or a catch-up that must read.
+        case never
+        /// When the state is fresh by the shared header: one load, for a read.
+        case whenFresh
+        /// When it is fresh and the lock file still has its name (one `fstat`): for
+        /// `Suite.reload()`, which follows a lock file that lost its name. Its old
+        /// header, which no process writes any more, stays fresh.
+        case whenFreshWithItsLockFile
+    }
 
     /// Runs `body` holding the suite's file lock of `kind`, and the state's lock, both
     /// released between attempts: a thread that waits for another process keeps no
-    /// other thread of its process from reading. With `skippingIfFresh`, throws
-    /// `AlreadyFresh` without locking the file when the state is fresh.
+    /// other thread of its process from reading. Throws `AlreadyFresh` without locking
+    /// the file when `skipping` says so.
     ///
     /// - Throws: `SuiteError` `.lockTimeout`, naming the holder, once `timeout` has
     ///   passed (nil: waits as long as it takes).
-    private func withFileLocked<R>(_ kind: FileDescriptor.LockKind, timeout: Duration?, skippingIfFresh: Bool = false,
+    private func withFileLocked<R>(_ kind: FileDescriptor.LockKind, timeout: Duration?, skipping: LockSkip = .never,
                                    _ body: (StoreState) throws -> R) throws -> R {
         var wait = LockWait(timeout: timeout)
         defer { wait.finish() }
         while true {
             do {
-                return try withState { try oneAttempt(kind, skippingIfFresh: skippingIfFresh, on: $0, body) }
+                return try withState { try oneAttempt(kind, skipping: skipping, on: $0, body) }
             } catch let busy as LockBusy {
                 guard wait.pause(after: busy.point) else {
                     throw try withState { $0.lockTimeoutError(kind, waited: timeout ?? .zero) }
@@ -300,12 +317,16 @@ final class SuiteStore: Sendable {
     }
 
     /// One attempt of `withFileLocked`, on the state under its lock: `body` holding the
-    /// file lock of `kind`. Throws `AlreadyFresh` (with `skippingIfFresh`) without
-    /// locking the file when the state is fresh, and `LockBusy` when the file lock is held.
+    /// file lock of `kind`. Throws `AlreadyFresh` without locking the file when
+    /// `skipping` says so, and `LockBusy` when the file lock is held.
     @inline(__always)
-    private func oneAttempt<R>(_ kind: FileDescriptor.LockKind, skippingIfFresh: Bool, on state: StoreState,
+    private func oneAttempt<R>(_ kind: FileDescriptor.LockKind, skipping: LockSkip, on state: StoreState,
                                _ body: (StoreState) throws -> R) throws -> R {
-        if skippingIfFresh && state.isFresh { throw AlreadyFresh() }
+        switch skipping {
+        case .never: break
+        case .whenFresh: if state.isFresh { throw AlreadyFresh() }
+        case .whenFreshWithItsLockFile: if state.isFresh, try state.lockFileHasName() { throw AlreadyFresh() }
+        }
         if kind == .exclusive && !state.writable {
             throw SuiteError(.readOnly, suite: name, path: directoryPath,
                              message: "This process may only read the suite (its files or directory are not writable).")
