@@ -12,37 +12,7 @@ import TestSupport
 struct HostileUnlockedCatchUpTests {
     let directory = TemporaryDirectory()
 
-    /// What a new process reads for `key`: the committed state.
-    func readInAnotherProcess(_ key: String, suite: String) throws -> [String] {
-        let reader = try startWorker("get", in: directory, suite: suite, ["key": key])
-        reader.expectSuccess(within: .seconds(60))
-        return reader.lines
-    }
-
-    /// The suite's file is replaced by a copy of every committed byte (renamed into
-    /// place: the file this process has open loses its name) after a writer was killed
-    /// with its record of `k = v1` written but not published. `settle` runs in between.
-    func restoreUnderADeadWriter(_ name: String, settle: () throws -> Void = {}) throws {
-        let data = directory.file(name + ".suite").path, copy = directory.file(name + ".backup").path
-        try FileManager.default.copyItem(atPath: data, toPath: copy)
-        let killed = try startWorker("pause", in: directory, suite: name, ["point": "recordWritten", "key": "k", "value": "v1"])
-        defer { _ = killed.kill() }
-        killed.expectLine(startingWith: "paused")
-        _ = killed.kill()
-        try settle()
-        #expect(rename(copy, data) == 0)
-    }
-
-    /// A writer repairs after the one that died (rebuilding the header from the
-    /// restored file) and commits `k = v2`: as large as v1, and with the same sequence
-    /// number, since v1 was never published.
-    func commitV2AfterTheRepair(_ name: String) throws {
-        let writer = try startWorker("try-set", in: directory, suite: name, ["key": "k", "value": "v2"])
-        writer.expectLine(startingWith: "ok")
-        writer.expectSuccess(within: .seconds(60))
-        let committed = try readInAnotherProcess("k", suite: name)
-        #expect(committed.contains("value \"v2\""), "\(committed)")
-    }
+    var files: ReplacedDataFile { ReplacedDataFile(directory: directory) }
 
     /// A reader that is behind holds the data file that the suite's file was restored
     /// over (a copy of every committed byte, renamed into place: the old file lost its
@@ -57,17 +27,23 @@ struct HostileUnlockedCatchUpTests {
     /// that lost its name, and applies it: the reader answers with a value whose
     /// commit never completed (its writer was killed before publishing it), in place
     /// of the committed one, and keeps it, fresh, until the next commit.
-    @Test func aReaderBehindOnAReplacedDataFileReadsACommitThatNeverHappened() throws {
+    ///
+    /// With the old file kept under a second name (a hard-link backup), its link count
+    /// does not tell it from the suite's file: a known issue (Design.md, "Limitations
+    /// that remain"), found by the second round.
+    @Test(arguments: [false, true])
+    func aReaderBehindOnAReplacedDataFileReadsACommitThatNeverHappened(keepingTheOldFile: Bool) throws {
         let name = "restored"
         let reader = try Suite(named: name, directory: directory.url)
         try reader.set("v0", forKey: "k")
         #expect(reader.string(forKey: "k") == "v0")
-        try restoreUnderADeadWriter(name)
-        try commitV2AfterTheRepair(name)
-        let first = reader.string(forKey: "k")
-        #expect(first == "v2", "read \(String(describing: first)), a value whose commit never completed")
-        let again = reader.string(forKey: "k")
-        #expect(again == "v2", "read \(String(describing: again)) again")
+        try files.restoreUnderADeadWriter(name, keepingTheOldFile: keepingTheOldFile)
+        try files.commitV2AfterTheRepair(name)
+        let first = reader.string(forKey: "k"), again = reader.string(forKey: "k")
+        withKnownIssue("a data file replaced while another name keeps it is still read as the suite's") {
+            #expect(first == "v2", "read \(String(describing: first)), a value whose commit never completed")
+            #expect(again == "v2", "read \(String(describing: again)) again")
+        } when: { keepingTheOldFile }
     }
 
     /// The same for an observer (delivery on the watcher's thread): it is told of
@@ -77,7 +53,8 @@ struct HostileUnlockedCatchUpTests {
     /// of another suite of the directory, later, has been delivered) and the suite's
     /// queue is drained, so that the only catch-up after the repair is the one that
     /// the commit of v2 wakes.
-    @Test func anObserverBehindOnAReplacedDataFileNeverHearsOfTheCommittedValue() throws {
+    @Test(arguments: [false, true])
+    func anObserverBehindOnAReplacedDataFileNeverHearsOfTheCommittedValue(keepingTheOldFile: Bool) throws {
         let name = "restored-observed"
         let suite = try Suite(named: name, directory: directory.url)
         try suite.set("v0", forKey: "k")
@@ -86,20 +63,23 @@ struct HostileUnlockedCatchUpTests {
         let other = try Suite(named: "other", directory: directory.url)
         let otherRecorder = ChangeRecorder()
         let otherToken = try SuiteObservation.allKeys.delivered(on: .watcherThread).start(in: other, onChange: otherRecorder.handler)
-        try restoreUnderADeadWriter(name) {
+        try files.restoreUnderADeadWriter(name, keepingTheOldFile: keepingTheOldFile) {
             #expect(suite.string(forKey: "k") == "v0")
         }
         try writeFromAnotherProcess("mark", "after the restore", in: directory.url, suite: "other")
         #expect(otherRecorder.wait(for: "mark", toBecome: "after the restore"))
         ObserverHub.of(suite.store).waitForDelivery()
 
-        try commitV2AfterTheRepair(name)
-        let heard = recorder.wait(for: "k", toBecome: "v2", timeout: .seconds(10))
-        #expect(heard, "the observer heard \(recorder.changes.map { "\($0.key) -> \($0.newValue.map { "\($0)" } ?? "nil")" }), never k -> v2")
-        // Nor is it told of v1 first: a catch-up reads nothing from a file that lost its name.
-        #expect(!recorder.changes.contains { $0.newValue == .string("v1") }, "\(recorder.changes)")
+        try files.commitV2AfterTheRepair(name)
+        // (Delivery takes milliseconds: five seconds without it is a miss.)
+        let heard = recorder.wait(for: "k", toBecome: "v2", timeout: .seconds(5))
         let read = suite.string(forKey: "k")
-        #expect(read == "v2", "and this process reads \(String(describing: read))")
+        withKnownIssue("a data file replaced while another name keeps it is still read as the suite's") {
+            #expect(heard, "the observer heard \(recorder.changes.map { "\($0.key) -> \($0.newValue.map { "\($0)" } ?? "nil")" }), never k -> v2")
+            // Nor is it told of v1 first: a catch-up reads nothing from a file that lost its name.
+            #expect(!recorder.changes.contains { $0.newValue == .string("v1") }, "\(recorder.changes)")
+            #expect(read == "v2", "and this process reads \(String(describing: read))")
+        } when: { keepingTheOldFile }
         withExtendedLifetime((token, otherToken)) {}
     }
 }
