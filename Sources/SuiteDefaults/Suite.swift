@@ -157,7 +157,7 @@ public final class Suite: SuiteWritable, Sendable {
     /// It also moves this process to a new lock file when the one it has lost its name
     /// (see Design.md, "Limitations that remain").
     public func reload() throws {
-        try store.reload(lockTimeout: options.lockTimeout, skipping: .whenFreshWithItsLockFile)
+        try store.reload(lockTimeout: options.lockTimeout)
     }
 
     // MARK: Writing

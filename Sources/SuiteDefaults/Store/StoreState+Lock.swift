@@ -59,6 +59,19 @@ extension StoreState {
         }
     }
 
+    /// Whether the state's lock file may still be taken for the suite's: it has its
+    /// name, or no newer file has taken the name (a process that makes a new lock file
+    /// makes it before it writes; and a suite directory being removed has none). One
+    /// `fstat`, and a `fstatat` of the name when the lock file lost it.
+    func lockFileIsCurrent() throws -> Bool {
+        guard try !lockFileHasName() else { return true }
+        do {
+            return try files.directory.status(of: files.lockName) == nil
+        } catch {
+            throw files.error(error, doing: "inspect the suite's lock file")
+        }
+    }
+
     /// What a process waiting for the lock sleeps on: the shared page (kept alive by
     /// the reference) and the release count read before its last try.
     var lockWaitPoint: LockWait.Point {

@@ -174,15 +174,13 @@ final class SuiteStore: Sendable {
         }
     }
 
-    /// Refreshes, throwing what a read would only report. `Suite.reload()` also follows
-    /// a lock file that lost its name when the state is fresh by the old one's header
-    /// (`skipping`); an observer's catch-up does not, since an error there, as the
-    /// files of a suite whose directory is being removed go, would reach the observers
-    /// before the directory's removal. With no `lockTimeout`, waits as long as it
-    /// takes, without keeping the process's other threads from reading.
-    func reload(lockTimeout: Duration?, skipping: LockSkip = .whenFresh) throws {
+    /// Refreshes, throwing what a read would only report, and follows a lock file that
+    /// lost its name to a newer one even when the state is fresh by the old one's
+    /// header: for `Suite.reload()` and observers. With no `lockTimeout`, waits as long
+    /// as it takes, without keeping the process's other threads from reading.
+    func reload(lockTimeout: Duration?) throws {
         do {
-            try refresh(lockTimeout: lockTimeout, skipping: skipping)
+            try refresh(lockTimeout: lockTimeout, skipping: .whenFreshWithItsLockFile)
         } catch {
             throw SuiteError(error, suite: name, doing: "read the suite")
         }
@@ -232,7 +230,7 @@ final class SuiteStore: Sendable {
                     case .caughtUp: return .caughtUp
                     case .changeInProgress: return .busy
                     case .needsFileLock:
-                        try oneAttempt(.shared, skipping: .whenFresh, on: state) { try $0.catchUp(exclusive: false) }
+                        try oneAttempt(.shared, skipping: .whenFreshWithItsLockFile, on: state) { try $0.catchUp(exclusive: false) }
                         return .caughtUp
                     }
                 }, on: &state, diagnostics: &diagnostics)
@@ -288,9 +286,10 @@ final class SuiteStore: Sendable {
         case never
         /// When the state is fresh by the shared header: one load, for a read.
         case whenFresh
-        /// When it is fresh and the lock file still has its name (one `fstat`): for
-        /// `Suite.reload()`, which follows a lock file that lost its name. Its old
-        /// header, which no process writes any more, stays fresh.
+        /// When it is fresh and no newer lock file has taken the name of this
+        /// process's (`lockFileIsCurrent()`): for `Suite.reload()` and observers,
+        /// which follow such a file. The old one's header, which no process writes any
+        /// more, stays fresh.
         case whenFreshWithItsLockFile
     }
 
@@ -325,7 +324,7 @@ final class SuiteStore: Sendable {
         switch skipping {
         case .never: break
         case .whenFresh: if state.isFresh { throw AlreadyFresh() }
-        case .whenFreshWithItsLockFile: if state.isFresh, try state.lockFileHasName() { throw AlreadyFresh() }
+        case .whenFreshWithItsLockFile: if state.isFresh, try state.lockFileIsCurrent() { throw AlreadyFresh() }
         }
         if kind == .exclusive && !state.writable {
             throw SuiteError(.readOnly, suite: name, path: directoryPath,
