@@ -17,13 +17,15 @@ import TestSupport
 ///
 /// Every test here failed on the code before the unlocked catch-up too (0663386): the
 /// locked catch-up and the commit made the same `linkCount` check, and `reload()` and
-/// the watcher's catch-up stopped at the freshness check before as well. The readers
-/// now check that the suite's name names the data file they read
-/// (`StoreState.dataFileIsTheSuites`), and `reload()` and observers follow a lock file
-/// that lost its name to a newer one (`StoreState.lockFileIsCurrent`). The writer's
-/// case is a known issue, listed in Design.md ("Limitations that remain"): the same
-/// check on every commit would cost a `fstatat` of the name, about 80 ns on this
-/// machine; `withKnownIssue` marks what it shows, and fails once it no longer happens.
+/// the watcher's catch-up stopped at the freshness check before as well. `reload()` and
+/// observers now follow a lock file that lost its name to a newer one
+/// (`StoreState.lockFileIsCurrent`). The data file's cases are known issues, listed in
+/// Design.md ("Limitations that remain"): checking that the suite's name names the file
+/// a process has open takes a `fstatat` of the name (about 80 ns, 5% of a `set`, on
+/// every commit), and a catch-up that made that check made writers behind refuse the
+/// FIFO or symbolic link of `suite-stress hostile` where they used to go on, and in one
+/// run of 100 rounds gave its watcher changes out of order, not understood yet.
+/// `withKnownIssue` marks what they show, and fails once it no longer happens.
 @Suite("Catching up without the file lock, attacked again")
 struct HostileUnlockedCatchUpRoundTwoTests {
     let directory = TemporaryDirectory()
@@ -57,7 +59,9 @@ struct HostileUnlockedCatchUpRoundTwoTests {
         #expect(rename(backup, data) == 0)
         try files.commitV2AfterTheRepair(name)
         let read = reader.string(forKey: "k")
-        #expect(read == "v2", "read \(String(describing: read)), undone by the restore, in place of the committed v2")
+        withKnownIssue("a journal kept as history is still read as the suite's file after a restore") {
+            #expect(read == "v2", "read \(String(describing: read)), undone by the restore, in place of the committed v2")
+        }
     }
 
     /// The same identity check on the commit path: a process that has the suite's file

@@ -31,11 +31,7 @@ final class StoreState: @unchecked Sendable {
     /// Nil when there is no lock file, or a read-only one too short to map.
     @exclusivity(unchecked) var header: SharedHeader?
     @exclusivity(unchecked) var writable: Bool
-    @exclusivity(unchecked) var dataFile: FileDescriptor? {
-        didSet { dataFileIdentity = nil }
-    }
-    /// The device and inode of `dataFile`, once asked for (`dataFileIsTheSuites()`).
-    @exclusivity(unchecked) private var dataFileIdentity: (device: UInt64, inode: UInt64)?
+    @exclusivity(unchecked) var dataFile: FileDescriptor?
     /// The committed state as last read. Changed only through `apply(_:)` and
     /// `replaceContents(with:)`, which record the changes while `collectsChanges`.
     @exclusivity(unchecked) private(set) var contents = SuiteContents()
@@ -208,13 +204,9 @@ final class StoreState: @unchecked Sendable {
             } else {
                 status = try dataFileStatus()
                 // Bounded by what is there before anything is read, and from the suite's
-                // file: one that lost its name, or gave it to another file, may hold what
-                // the suite's never had.
+                // file: one that lost its name may hold what the suite's never had.
                 guard length <= status.size, status.linkCount > 0 else { return try damageFound(exclusive: exclusive) }
-                if length > view.length {
-                    guard try dataFileIsTheSuites() else { return try damageFound(exclusive: exclusive) }
-                    try readRecords(from: view.length, to: length, exclusive: exclusive)
-                }
+                if length > view.length { try readRecords(from: view.length, to: length, exclusive: exclusive) }
             }
             // With no commit in progress the file ends exactly at the committed length,
             // and still has its name; anything else was done to it without the lock
@@ -250,10 +242,10 @@ final class StoreState: @unchecked Sendable {
     /// Anything else is left to the locked catch-up, having changed nothing: a
     /// state that is fresh or a header that says nothing new, a lock file that lost
     /// its name (whose header, which other processes no longer write, must not be
-    /// taken for current), a data file that is no longer the one by the suite's name
-    /// (replaced, say by a copy of its committed bytes: the file this process has open
-    /// may hold a dead writer's record under a sequence number that the suite's file
-    /// has given to another commit since), another data file, a header that moved without a
+    /// taken for current), a data file that lost its name (replaced, say by a copy
+    /// of its committed bytes: the file this process has open may hold a dead
+    /// writer's record under a sequence number that the suite's file has given to
+    /// another commit since), another data file, a header that moved without a
     /// longer file (a repair), more than `longestUnlockedRead`, a short read, a record
     /// that does not verify. The locked catch-up also checks that the data file ends
     /// at the committed length, which this leaves to the next locked catch-up or commit.
@@ -269,36 +261,13 @@ final class StoreState: @unchecked Sendable {
               end > start, end - start <= Self.longestUnlockedRead,
               // After the header was read: a name lost before it shows here.
               let lock = try? lockFile.status(), lock.linkCount > 0, lock.size >= SharedHeader.size,
-              (try? dataFileIsTheSuites()) == true,
+              let data = try? dataFile.status(), data.linkCount > 0,
               let bytes = try? dataFile.read(count: end - start, at: start), bytes.count == end - start,
               applyCommits(in: bytes, endingAt: committed.lastSequence)
         else { return .needsFileLock }
         view = View(generation: committed.generation, dataFileID: committed.dataFileID, length: end,
                     lastSequence: committed.lastSequence, isLoaded: true)
         return .caughtUp
-    }
-
-    /// Whether the data file this process has open is the one by the suite's name: the
-    /// same device and inode. (A link count above 0 says only that it has a name: a
-    /// hard-link backup, or the history file a compaction keeps, gives a replaced
-    /// journal another.) One `fstatat` of the name, and an `fstat` of the descriptor
-    /// the first time after it changes.
-    func dataFileIsTheSuites() throws -> Bool {
-        guard let dataFile else { return false }
-        let identity: (device: UInt64, inode: UInt64)
-        if let known = dataFileIdentity {
-            identity = known
-        } else {
-            let status = try dataFile.status()
-            identity = (status.device, status.inode)
-            dataFileIdentity = identity
-        }
-        do {
-            guard let named = try files.directory.status(of: files.dataName) else { return false }
-            return named.device == identity.device && named.inode == identity.inode
-        } catch {
-            throw files.error(error, doing: "inspect the suite file")
-        }
     }
 
     private func dataFileStatus() throws -> FileStatus {
