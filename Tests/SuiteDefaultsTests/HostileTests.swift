@@ -270,6 +270,30 @@ struct HostileTests {
         #expect(value.withLock { $0 } == "v1")
     }
 
+    /// A data file deleted under an observer: the next writer repairs, finding it
+    /// missing, and the suite starts over in a new file. The net changes the observer
+    /// receives (every key removed) are numbered after what it already saw, not from
+    /// the empty state's 0: sequence numbers never go back. (Found with a probe of
+    /// `suite-stress hostile`, whose watcher counted every such change out of order.)
+    @Test func aSuiteThatStartsOverNumbersItsNetChangesAfterWhatObserversSaw() throws {
+        let suite = try Suite(named: "over", directory: directory.url)
+        try suite.set("a", forKey: "k1")
+        try suite.set("b", forKey: "k2")
+        let recorder = ChangeRecorder()
+        let token = try SuiteObservation.allKeys.start(in: suite, onChange: recorder.handler)
+        defer { token.cancel() }
+        try suite.set("c", forKey: "k3")
+        #expect(recorder.wait(for: "k3", toBecome: "c"))
+        #expect(unlink(directory.file("over.suite").path) == 0)
+        try writeFromAnotherProcess("k4", "d", in: directory.url, suite: "over")
+        #expect(recorder.wait(for: "k4", toBecome: "d"), "\(recorder.changes)")
+        let changes = recorder.changes
+        #expect(changes.contains { $0.key == "k1" && $0.newValue == nil && $0.kind == .netChange }, "\(changes)")
+        for (earlier, later) in zip(changes, changes.dropFirst()) {
+            #expect(later.sequence >= earlier.sequence, "\(earlier) then \(later)")
+        }
+    }
+
     @Test func aTransactionWhoseLockFileIsDeletedWritesNothing() throws {
         let suite = try Suite(named: "deleted", directory: directory.url)
         try suite.set("1", forKey: "base")

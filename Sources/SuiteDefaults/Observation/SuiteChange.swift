@@ -26,7 +26,9 @@ public struct SuiteChange: Sendable, Equatable, CustomStringConvertible {
     /// The value after the change; nil when the key was removed.
     public var newValue: SuiteValue?
     /// The commit's sequence number (for a net change or an initial value, the
-    /// sequence number of the state it was computed from).
+    /// sequence number of the state it was computed from, or for a net change to a
+    /// state numbered lower, such as a suite that started over, the one it came from:
+    /// the numbers an observer receives never go back).
     public var sequence: UInt64
     /// The process that wrote the commit; 0 for net changes and initial values.
     public var pid: Int32

@@ -470,8 +470,10 @@ final class StoreState: @unchecked Sendable {
         if recordingChanges && collectsChanges {
             let changes = contents.changes(to: new).sorted(by: { $0.key < $1.key })
             if !changes.isEmpty {
-                outcome.commits.append(AppliedCommit(kind: .netChange, sequence: new.lastSequence, pid: 0,
-                                                     timestamp: Date(), changes: changes))
+                // Numbered after what was seen: a state that starts over (a repair that
+                // found the file missing) or goes back (a restored copy) is later all the same.
+                outcome.commits.append(AppliedCommit(kind: .netChange, sequence: max(new.lastSequence, contents.lastSequence),
+                                                     pid: 0, timestamp: Date(), changes: changes))
             }
         }
         contents = new
