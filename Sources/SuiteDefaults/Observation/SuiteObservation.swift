@@ -33,8 +33,9 @@ public struct SuiteObservation: Sendable {
         /// once, saving the wake-up of a second thread (a change from another process
         /// arrives in a quarter to a half of the time). It does so only while the suite's
         /// queue is idle, every observation of the suite in this process asked for
-        /// it, and reading the change needs no waiting for a lock; otherwise the
-        /// change goes the default way. Either way calls stay one at a time and in
+        /// it, and reading the change needs no more than a short wait (for a commit
+        /// in progress to be published, or for a lock); otherwise the change goes
+        /// the default way. Either way calls stay one at a time and in
         /// commit order. A callback must be short and must never wait for anything,
         /// since while it runs no observed suite of the process hears of changes: no
         /// locks, I/O or other threads, and no reads or writes of a suite (a read may

@@ -464,10 +464,9 @@ final class StoreState: @unchecked Sendable {
     }
 
     /// Replaces the contents with a state read whole, recording the net change of
-    /// every key while `collectsChanges` (unless the new state is known to be the same
-    /// as the old one, only read in another form).
-    func replaceContents(with new: SuiteContents, recordingChanges: Bool = true) {
-        if recordingChanges && collectsChanges {
+    /// every key while `collectsChanges`.
+    func replaceContents(with new: SuiteContents) {
+        if collectsChanges {
             let changes = contents.changes(to: new).sorted(by: { $0.key < $1.key })
             if !changes.isEmpty {
                 // Numbered after what was seen: a state that starts over (a repair that
