@@ -56,6 +56,30 @@ struct WatcherThreadDeliveryTests {
         withExtendedLifetime(tokens) {}
     }
 
+    /// The watcher matches an event to the observed suites by the bytes of the file's
+    /// name, making no string: each suite hears of its own file, whatever its name.
+    @Test func eachSuiteHearsOfItsOwnFileByTheBytesOfItsName() throws {
+        let longest = String(repeating: "é", count: Suite.maximumNameLength / 2)
+        let names = ["caf\u{E9}", "a", "a.suite", "a.suite.lock", longest, "😀"]
+        var recorders: [ThreadRecorder] = [], tokens: [SuiteCancellable] = []
+        for name in names {
+            let recorder = ThreadRecorder()
+            recorders.append(recorder)
+            tokens.append(try SuiteObservation.allKeys.delivered(on: .watcherThread).start(in: open(name), onChange: recorder.handler))
+        }
+        for (index, name) in names.enumerated() {
+            try writeFromAnotherProcess("k", "\(index)", in: directory.url, suite: name)
+            #expect(recorders[index].changes.wait(for: "k", toBecome: .string("\(index)")), "\(name)")
+        }
+        for (index, recorder) in recorders.enumerated() {
+            #expect(recorder.changes.changes.map(\.newValue) == [.string("\(index)")], "\(names[index])")
+        }
+        // A name in another normal form is the same suite (names are stored in NFC).
+        try writeFromAnotherProcess("k", "twin", in: directory.url, suite: "cafe\u{301}")
+        #expect(recorders[0].changes.wait(for: "k", toBecome: "twin"))
+        withExtendedLifetime(tokens) {}
+    }
+
     @Test func oneObservationThatDidNotAskKeepsTheSuiteOnItsQueue() throws {
         let suite = try open("mixed")
         let asked = ThreadRecorder(), didNotAsk = ThreadRecorder()

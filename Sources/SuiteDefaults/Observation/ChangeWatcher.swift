@@ -23,11 +23,12 @@ final class ChangeWatcher: Sendable {
 
     private final class WeakHub {
         weak var hub: ObserverHub?
-        let suite: String
+        /// The suite's name in bytes, to compare with the names in events.
+        let suite: [UInt8]
         var observations = 0
         init(_ hub: ObserverHub) {
             self.hub = hub
-            suite = hub.suite
+            suite = Array(hub.suite.utf8)
         }
     }
 
@@ -309,7 +310,9 @@ final class ChangeWatcher: Sendable {
         let buffer = UnsafeMutableRawPointer.allocate(byteCount: capacity, alignment: 8)
         // Kept from one wake-up to the next, so that the usual one (one event, one
         // suite) allocates nothing here.
-        var events: [Inotify.Event] = [], touched: [(DirectoryIdentity, String)] = []
+        // The suites' names in `touched` are bytes of `buffer`, read again only once
+        // they have been used.
+        var events: [Inotify.Event] = [], touched: [(DirectoryIdentity, UnsafeBufferPointer<UInt8>)] = []
         var hubs: [ObserverHub] = [], listeners: [(DirectoryListener, String?)] = []
         while true {
             // While directories are missing, wake up now and then to look for them.
@@ -342,13 +345,13 @@ final class ChangeWatcher: Sendable {
                     continue
                 }
                 if !event.mask.isDisjoint(with: [.deleted, .movedFrom]) && event.mask.contains(.isDirectory) {
-                    lostHubs += withState { state in nameRemoved(&state, parent: event.watch, name: event.name) }
+                    lostHubs += withState { state in nameRemoved(&state, parent: event.watch, name: event.nameString) }
                     // The same descriptor may also watch that parent as a suite directory.
                 }
                 guard let suite = SuiteFiles.suiteName(ofDataFile: event.name),
                       let identity = withState({ $0.identities[event.watch] })
                 else { continue }
-                if !touched.contains(where: { $0.0 == identity && $0.1 == suite }) { touched.append((identity, suite)) }
+                if !touched.contains(where: { $0.0 == identity && $0.1.elementsEqual(suite) }) { touched.append((identity, suite)) }
             }
             for hub in lostHubs { hub.directoryRemoved() }
             // Collected under the lock, called outside it. Neither call blocks: this one
@@ -361,10 +364,12 @@ final class ChangeWatcher: Sendable {
                 }
                 for (identity, suite) in touched {
                     guard let watch = state.watches[identity] else { continue }
-                    for weakHub in watch.watchers.hubs.values where weakHub.suite == suite {
+                    for weakHub in watch.watchers.hubs.values where weakHub.suite.elementsEqual(suite) {
                         if let hub = weakHub.hub { hubs.append(hub) }
                     }
-                    for listener in watch.watchers.listeners.values { listeners.append((listener, suite)) }
+                    guard !watch.watchers.listeners.isEmpty else { continue }
+                    let name = String(decoding: suite, as: UTF8.self)
+                    for listener in watch.watchers.listeners.values { listeners.append((listener, name)) }
                 }
             }
             for hub in hubs {
@@ -373,10 +378,10 @@ final class ChangeWatcher: Sendable {
             }
             for (listener, suite) in listeners { listener.handler(suite) }
             // Emptied now, so that no hub or listener is kept alive until the next event.
-            events.removeAll(keepingCapacity: true)
-            touched.removeAll(keepingCapacity: true)
-            hubs.removeAll(keepingCapacity: true)
-            listeners.removeAll(keepingCapacity: true)
+            events.removeAllKeepingStorage()
+            touched.removeAllKeepingStorage()
+            hubs.removeAllKeepingStorage()
+            listeners.removeAllKeepingStorage()
         }
     }
 }

@@ -151,14 +151,14 @@ final class ObserverHub: AppliedCommitListener {
     // MARK: Changes
 
     /// Under the store's lock: queues the changes for the observers registered now.
-    func store(_ store: SuiteStore, applied commits: [AppliedCommit]) {
+    func store(_ store: SuiteStore, applied: AppliedCommits) {
         guard let (sinks, onWatcherThread, queue) = sinksAndQueue() else { return }
         let pid = ProcessIdentity.id
         var changes: [SuiteChange] = []
-        changes.reserveCapacity(commits.count == 1 ? commits[0].changes.count : commits.reduce(0) { $0 + $1.changes.count })
-        for commit in commits {
+        changes.reserveCapacity(applied.changes.count)
+        for commit in applied.commits {
             let kind: SuiteChange.Kind = commit.kind == .commit ? .commit : .netChange
-            for change in commit.changes {
+            for change in applied.changes(of: commit) {
                 changes.append(SuiteChange(suite: suite, key: change.key, oldValue: change.oldValue, newValue: change.newValue,
                                            sequence: commit.sequence, pid: commit.pid,
                                            isFromThisProcess: kind == .commit && commit.pid == pid,

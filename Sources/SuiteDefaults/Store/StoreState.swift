@@ -57,13 +57,18 @@ final class StoreState: @unchecked Sendable {
     /// The storage the last commit's record was encoded in, kept for the next one
     /// while it is small.
     @exclusivity(unchecked) var recordBuffer: [UInt8] = []
+    /// The storage the last catch-up read the data file into, kept for the next one
+    /// while it is small.
+    @exclusivity(unchecked) private var readBuffer: [UInt8] = []
     /// The format version of the data file with this ID, once this process wrote or
     /// read it: a commit that needs version 2 checks it first.
     @exclusivity(unchecked) var knownVersion: (fileID: UInt64, version: UInt16)?
     static let keptRecordBufferSize = 4096
-    /// What was applied and diagnosed since the owner last took it.
-    @exclusivity(unchecked) private var outcome = EngineOutcome()
-    /// Whether applying a commit records its key changes in the outcome. Off until a
+    /// The commits applied since the owner last took them, while `collectsChanges`.
+    @exclusivity(unchecked) private var applied = AppliedCommits()
+    /// What was diagnosed since the owner last took it.
+    @exclusivity(unchecked) private var diagnostics: [SuiteDiagnostic] = []
+    /// Whether applying a commit records its key changes in `applied`. Off until a
     /// layer above asks: until then, no change is computed.
     @exclusivity(unchecked) var collectsChanges = false
     /// The last refresh failure reported, so a read that keeps failing reports once.
@@ -98,16 +103,19 @@ final class StoreState: @unchecked Sendable {
         collectsChanges = collectingChanges
     }
 
-    /// What was applied and diagnosed since the last call, handed over once.
-    func takeOutcome() -> EngineOutcome {
-        defer { outcome = EngineOutcome() }
-        return outcome
+    /// What was diagnosed since the last call, handed over once.
+    func takeDiagnostics() -> [SuiteDiagnostic] {
+        guard !diagnostics.isEmpty else { return [] }
+        defer { diagnostics = [] }
+        return diagnostics
     }
 
-    /// The commits applied since the last call, handed over once.
-    func takeAppliedCommits() -> [AppliedCommit] {
-        defer { outcome.commits = [] }
-        return outcome.commits
+    /// The commits applied since the last `appliedCommitsHandedOver()`.
+    var appliedCommits: AppliedCommits { applied }
+
+    /// Forgets the commits applied so far, keeping the lists' storage for the next.
+    func appliedCommitsHandedOver() {
+        applied.removeAll()
     }
 
     /// Opens and maps the lock file.
@@ -147,7 +155,7 @@ final class StoreState: @unchecked Sendable {
     var suite: String { files.suite }
 
     func diagnose(_ kind: SuiteDiagnostic.Kind, path: String? = nil, _ message: String) {
-        outcome.diagnostics.append(SuiteDiagnostic(kind: kind, suite: suite, directory: files.directory.path,
+        diagnostics.append(SuiteDiagnostic(kind: kind, suite: suite, directory: files.directory.path,
                                                   path: path, message: message))
     }
 
@@ -262,8 +270,7 @@ final class StoreState: @unchecked Sendable {
               // After the header was read: a name lost before it shows here.
               let lock = try? lockFile.status(), lock.linkCount > 0, lock.size >= SharedHeader.size,
               let data = try? dataFile.status(), data.linkCount > 0,
-              let bytes = try? dataFile.read(count: end - start, at: start), bytes.count == end - start,
-              applyCommits(in: bytes, endingAt: committed.lastSequence)
+              (try? withBytes(of: dataFile, in: start..<end, { applyCommits(in: $0, endingAt: committed.lastSequence) })) == true
         else { return .needsFileLock }
         view = View(generation: committed.generation, dataFileID: committed.dataFileID, length: end,
                     lastSequence: committed.lastSequence, isLoaded: true)
@@ -344,35 +351,49 @@ final class StoreState: @unchecked Sendable {
     /// file again, whatever was applied before it.
     private func readRecords(from start: Int, to end: Int, exclusive: Bool) throws {
         guard let dataFile else { return try damageFound(exclusive: exclusive) }
-        let bytes: [UInt8]
+        let applied: Bool
         do {
-            bytes = try dataFile.read(count: end - start, at: start)
+            applied = try withBytes(of: dataFile, in: start..<end, applyRecords) ?? false
         } catch {
             throw files.error(error, doing: "read the suite file")
         }
-        guard bytes.count == end - start else { return try damageFound(exclusive: exclusive) }
-        guard !collectsChanges else {
-            if !applyCommits(in: bytes) { try damageFound(exclusive: exclusive) }
-            return
-        }
-        let applied = bytes.withUnsafeBytes { buffer -> Bool in
-            var offset = 0
-            while offset < buffer.count {
-                guard case .record(_, let next) = RecordFormat.apply(buffer, at: offset, limit: buffer.count, to: &contents,
-                                                                     sequenceAfter: contents.lastSequence, onlyTransactions: true)
-                else { return false }
-                offset = next
-            }
-            return true
-        }
         if !applied { try damageFound(exclusive: exclusive) }
+    }
+
+    /// Applies the commits that are all of `bytes` (`readRecords`): as they are
+    /// decoded, unless changes are collected; false if one does not verify.
+    private func applyRecords(in buffer: UnsafeRawBufferPointer) -> Bool {
+        guard !collectsChanges else { return applyCommits(in: buffer) }
+        var offset = 0
+        while offset < buffer.count {
+            guard case .record(_, let next) = RecordFormat.apply(buffer, at: offset, limit: buffer.count, to: &contents,
+                                                                 sequenceAfter: contents.lastSequence, onlyTransactions: true)
+            else { return false }
+            offset = next
+        }
+        return true
+    }
+
+    /// Runs `body` on the bytes of `range` of `file`; nil, without running it, when the
+    /// file ends first. They are read into storage kept for the next read while it is
+    /// small, so that the usual catch-up (one commit) allocates nothing for them.
+    private func withBytes<R>(of file: FileDescriptor, in range: Range<Int>, _ body: (UnsafeRawBufferPointer) -> R) throws -> R? {
+        var storage = readBuffer
+        readBuffer = []
+        defer { if storage.count <= Self.keptRecordBufferSize { readBuffer = storage } }
+        if storage.count < range.count { storage = [UInt8](repeating: 0, count: max(range.count, 512)) }
+        return try storage.withUnsafeMutableBytes { whole in
+            let buffer = UnsafeMutableRawBufferPointer(rebasing: whole[..<range.count])
+            guard try file.read(into: buffer, at: range.lowerBound) == range.count else { return nil }
+            return body(UnsafeRawBufferPointer(buffer))
+        }
     }
 
     /// Applies the commits that are all of `bytes`, if each verifies and follows the
     /// one before it (the first follows the contents), and the last is `last` when
     /// given; false, having applied none, otherwise. One commit, the usual catch-up of
     /// an observer, is applied without a list.
-    private func applyCommits(in bytes: [UInt8], endingAt last: UInt64? = nil) -> Bool {
+    private func applyCommits(in bytes: UnsafeRawBufferPointer, endingAt last: UInt64? = nil) -> Bool {
         if let record = Self.onlyRecord(in: bytes, after: contents.lastSequence) {
             guard last == nil || record.sequence == last else { return false }
             apply(record)
@@ -409,33 +430,33 @@ final class StoreState: @unchecked Sendable {
     /// exactly, and have increasing sequence numbers (beyond `after`, if given);
     /// only the first may be a snapshot.
     static func records(in bytes: [UInt8], from offset: Int, after sequence: UInt64?) -> [Record]? {
-        bytes.withUnsafeBytes { buffer -> [Record]? in
-            var records: [Record] = []
-            var offset = offset
-            var last = sequence
-            while offset < buffer.count {
-                guard case .record(let record, let end) = RecordFormat.parse(buffer, at: offset, limit: buffer.count),
-                      last.map({ record.sequence > $0 }) ?? true,
-                      record.kind == .transaction || records.isEmpty
-                else { return nil }
-                records.append(record)
-                last = record.sequence
-                offset = end
-            }
-            return records
+        bytes.withUnsafeBytes { records(in: $0, from: offset, after: sequence) }
+    }
+
+    static func records(in buffer: UnsafeRawBufferPointer, from offset: Int, after sequence: UInt64?) -> [Record]? {
+        var records: [Record] = []
+        var offset = offset
+        var last = sequence
+        while offset < buffer.count {
+            guard case .record(let record, let end) = RecordFormat.parse(buffer, at: offset, limit: buffer.count),
+                  last.map({ record.sequence > $0 }) ?? true,
+                  record.kind == .transaction || records.isEmpty
+            else { return nil }
+            records.append(record)
+            last = record.sequence
+            offset = end
         }
+        return records
     }
 
     /// The transaction that is all of `bytes`, if it verifies and comes after
     /// `sequence`; nil, without decoding, when the bytes frame more than one record.
-    static func onlyRecord(in bytes: [UInt8], after sequence: UInt64) -> Record? {
-        bytes.withUnsafeBytes { buffer -> Record? in
-            guard case .record(_, buffer.count) = RecordFormat.framedEnd(buffer, at: 0, limit: buffer.count),
-                  case .record(let record, buffer.count) = RecordFormat.parse(buffer, at: 0, limit: buffer.count),
-                  record.sequence > sequence, record.kind == .transaction
-            else { return nil }
-            return record
-        }
+    static func onlyRecord(in buffer: UnsafeRawBufferPointer, after sequence: UInt64) -> Record? {
+        guard case .record(_, buffer.count) = RecordFormat.framedEnd(buffer, at: 0, limit: buffer.count),
+              case .record(let record, buffer.count) = RecordFormat.parse(buffer, at: 0, limit: buffer.count),
+              record.sequence > sequence, record.kind == .transaction
+        else { return nil }
+        return record
     }
 
     // MARK: Changing the contents
@@ -443,12 +464,9 @@ final class StoreState: @unchecked Sendable {
     /// Applies one commit, recording its changes while `collectsChanges`.
     func apply(_ record: Record) {
         guard collectsChanges else { return contents.apply(record) }
-        var changes: [KeyChange]? = []
-        contents.apply(record, changes: &changes)
-        guard let changes, !changes.isEmpty else { return }
-        outcome.commits.append(AppliedCommit(kind: .commit, sequence: record.sequence, pid: record.pid,
-                                             timestamp: Date(timeIntervalSince1970: Double(record.timestamp) / 1e9),
-                                             changes: changes, isMirrored: record.flags.contains(.mirrored)))
+        applied.append(.commit, sequence: record.sequence, pid: record.pid,
+                               timestamp: Date(timeIntervalSince1970: Double(record.timestamp) / 1e9),
+                               isMirrored: record.flags.contains(.mirrored)) { contents.apply(record, changes: &$0) }
     }
 
     /// Applies a commit of the single set of `key`, at the slot that the commit's
@@ -467,12 +485,10 @@ final class StoreState: @unchecked Sendable {
     /// every key while `collectsChanges`.
     func replaceContents(with new: SuiteContents) {
         if collectsChanges {
-            let changes = contents.changes(to: new).sorted(by: { $0.key < $1.key })
-            if !changes.isEmpty {
-                // Numbered after what was seen: a state that starts over (a repair that
-                // found the file missing) or goes back (a restored copy) is later all the same.
-                outcome.commits.append(AppliedCommit(kind: .netChange, sequence: max(new.lastSequence, contents.lastSequence),
-                                                     pid: 0, timestamp: Date(), changes: changes))
+            // Numbered after what was seen: a state that starts over (a repair that
+            // found the file missing) or goes back (a restored copy) is later all the same.
+            applied.append(.netChange, sequence: max(new.lastSequence, contents.lastSequence), pid: 0, timestamp: Date()) {
+                $0 += contents.changes(to: new).sorted(by: { $0.key < $1.key })
             }
         }
         contents = new

@@ -125,23 +125,23 @@ struct SuiteContents: Sendable {
         return total
     }
 
-    /// Applies a record. When `changes` is given, appends the net change of every key
-    /// whose value differs afterwards, in the order the keys were first touched.
-    mutating func apply(_ record: Record, changes: inout [KeyChange]?) {
+    /// Applies a record, appending to `changes` the net change of every key whose
+    /// value differs afterwards, in the order the keys were first touched.
+    mutating func apply(_ record: Record, changes: inout [KeyChange]) {
         // The most common commit, one set or removal, touches one key: its change needs
         // no bookkeeping of first values.
-        if record.kind == .transaction, record.operations.count == 1, changes != nil {
+        if record.kind == .transaction, record.operations.count == 1 {
             switch record.operations[0] {
             case .set(let key, let value, let size, let asDefault):
                 let old = store(value, forKey: key, size: size, asDefault: asDefault)
                 if !(old?.value).isStored(identicallyTo: value) {
-                    changes!.append(KeyChange(key: key, oldValue: old?.value, newValue: value, newValueIsDefault: asDefault))
+                    changes.append(KeyChange(key: key, oldValue: old?.value, newValue: value, newValueIsDefault: asDefault))
                 }
                 lastSequence = record.sequence
                 return
             case .remove(let key):
                 if let old = removeEntry(forKey: key) {
-                    changes!.append(KeyChange(key: key, oldValue: old.value, newValue: nil, newValueIsDefault: false))
+                    changes.append(KeyChange(key: key, oldValue: old.value, newValue: nil, newValueIsDefault: false))
                 }
                 lastSequence = record.sequence
                 return
@@ -152,13 +152,12 @@ struct SuiteContents: Sendable {
         var before: [String: SuiteValue?] = [:]
         var touched: [String] = []
         func remember(_ key: String, _ old: SuiteValue?) {
-            guard changes != nil, before[key] == nil else { return }
+            guard before[key] == nil else { return }
             before[key] = .some(old)
             touched.append(key)
         }
         // Keys cleared at once are reported in sorted order, the same in every process.
         func rememberAll() {
-            guard changes != nil else { return }
             for key in entries.keys.sorted() { remember(key, entries[key]!.value) }
         }
         if record.kind == .snapshot {
@@ -178,12 +177,11 @@ struct SuiteContents: Sendable {
             }
         }
         lastSequence = record.sequence
-        guard changes != nil else { return }
         for key in touched {
             let old = before[key]!
             let new = entries[key]
             if !old.isStored(identicallyTo: new?.value) {
-                changes!.append(KeyChange(key: key, oldValue: old, newValue: new?.value, newValueIsDefault: new?.isDefault ?? false))
+                changes.append(KeyChange(key: key, oldValue: old, newValue: new?.value, newValueIsDefault: new?.isDefault ?? false))
             }
         }
     }

@@ -46,14 +46,18 @@ struct SuiteFiles {
     /// a name that is no data file's (a lock file, a temporary or history file, a
     /// damaged copy). NAME is not checked to be a valid suite name.
     static func suiteName(ofDataFile fileName: String) -> String? {
+        var fileName = fileName
+        return fileName.withUTF8 { bytes in suiteName(ofDataFile: bytes).map { String(decoding: $0, as: UTF8.self) } }
+    }
+
+    /// `suiteName(ofDataFile:)` in bytes, without making strings: the part of
+    /// `fileName` that is the suite's name.
+    static func suiteName(ofDataFile fileName: UnsafeBufferPointer<UInt8>) -> UnsafeBufferPointer<UInt8>? {
         // By bytes, as the file name was made: a name may end in a character that
         // `.` joins in one grapheme (U+0600 is one), which `hasSuffix` would miss.
-        var fileName = fileName
-        return fileName.withUTF8 { bytes in
-            let suffix = dataSuffixBytes
-            guard bytes.count > suffix.count, bytes.suffix(suffix.count).elementsEqual(suffix) else { return nil }
-            return String(decoding: UnsafeBufferPointer(rebasing: bytes.dropLast(suffix.count)), as: UTF8.self)
-        }
+        let suffix = dataSuffixBytes
+        guard fileName.count > suffix.count, fileName.suffix(suffix.count).elementsEqual(suffix) else { return nil }
+        return UnsafeBufferPointer(rebasing: fileName.dropLast(suffix.count))
     }
 
     private static let dataSuffixBytes = Array(dataSuffix.utf8)

@@ -96,15 +96,16 @@ final class SuiteStore: Sendable {
         let state = try current(&state)
         defer {
             handOverCommits(state)
-            diagnostics = state.takeOutcome().diagnostics
+            diagnostics = state.takeDiagnostics()
         }
         return try body(state)
     }
 
     /// Under the state lock: gives the commits applied so far to the listener.
     private func handOverCommits(_ state: StoreState) {
-        let commits = state.takeAppliedCommits()
-        if !commits.isEmpty { listener.withLock { $0 }?.store(self, applied: commits) }
+        guard !state.appliedCommits.isEmpty else { return }
+        listener.withLock { $0 }?.store(self, applied: state.appliedCommits)
+        state.appliedCommitsHandedOver()
     }
 
     // MARK: Collecting changes

@@ -26,11 +26,14 @@ enum Inotify {
     }
 
     /// One event: the watch it came from, what happened, and the name of the entry in
-    /// the watched directory ("" for the directory itself).
-    struct Event: Sendable {
+    /// the watched directory (empty for the directory itself).
+    struct Event {
         var watch: Int32
         var mask: Mask
-        var name: String
+        /// The name's bytes, in the buffer the event was read into: valid until the
+        /// next read into it. Most events are looked up by them, with no string made.
+        var name: UnsafeBufferPointer<UInt8>
+        var nameString: String { String(decoding: name, as: UTF8.self) }
     }
 
     /// Splits `count` bytes read from an instance into events, appended to `events`
@@ -45,7 +48,7 @@ enum Inotify {
             let nameStart = (buffer + offset + headerSize).assumingMemoryBound(to: UInt8.self)
             // The name is padded with NULs to its length.
             let bytes = UnsafeBufferPointer(start: nameStart, count: nameLength)
-            let name = String(decoding: bytes.prefix { $0 != 0 }, as: UTF8.self)
+            let name = UnsafeBufferPointer(rebasing: bytes.prefix { $0 != 0 })
             events.append(Event(watch: event.wd, mask: Mask(rawValue: event.mask), name: name))
             offset += headerSize + nameLength
         }

@@ -12,17 +12,18 @@ final class SerialQueue: Sendable {
     }
 
     private final class Jobs: @unchecked Sendable {
-        // Guarded by `condition`.
+        // Guarded by `condition`, so not checked for exclusive access at run time
+        // (which costs every change delivered a few hundred instructions).
         let condition = ThreadCondition()
-        var waiting: [Job] = []
+        @exclusivity(unchecked) var waiting: [Job] = []
         /// The list of the last batch run, emptied: the next `waiting` (a queue that
         /// runs a job per change would otherwise allocate a list per change).
-        var spare: [Job] = []
-        var released = false
+        @exclusivity(unchecked) var spare: [Job] = []
+        @exclusivity(unchecked) var released = false
         /// Whether the queue's thread runs a batch of jobs now.
-        var running = false
+        @exclusivity(unchecked) var running = false
         /// Whether a thread other than the queue's runs its jobs now (`runHereIfIdle`).
-        var borrowed = false
+        @exclusivity(unchecked) var borrowed = false
 
         /// Under the lock: the waiting jobs, with the spare list waiting in their place.
         func takeBatch() -> [Job] {
@@ -93,7 +94,7 @@ final class SerialQueue: Sendable {
         var queued = jobs.takeBatchForBorrower()
         jobs.condition.unlock()
         for job in queued { job.run() }
-        queued.removeAll(keepingCapacity: true)
+        queued.removeAllKeepingStorage()
         jobs.condition.lock()
         jobs.keepAsSpare(&queued)
         jobs.borrowed = false
@@ -123,7 +124,7 @@ final class SerialQueue: Sendable {
             jobs.condition.unlock()
             if finished { return }
             for job in batch { job.run() }
-            batch.removeAll(keepingCapacity: true)
+            batch.removeAllKeepingStorage()
         }
     }
 }
