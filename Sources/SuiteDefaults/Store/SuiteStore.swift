@@ -198,24 +198,28 @@ final class SuiteStore: Sendable {
     /// repair is needed, or it failed: the caller then reloads the waiting way, which
     /// also reports the failure.
     func catchUpWithoutWaiting() -> Bool {
-        var deadline: UInt64?
-        while true {
-            switch tryCatchUp() {
-            case .caughtUp: return true
-            case .failed: return false
-            case .busy:
-                let now = MonotonicClock.nanoseconds()
-                if deadline == nil { deadline = now + Self.watcherWaitNanoseconds }
-                guard now < deadline! else { return false }
-                Threads.yieldProcessor()
-            }
-        }
+        yieldingWhileBusy(tryCatchUp) { $0 == .busy } == .caughtUp
     }
 
-    /// How long the change watcher waits for a commit in progress, or tries a suite's
-    /// locks, before leaving the catch-up to the suite's queue: a writer holds them
-    /// for microseconds.
-    static let watcherWaitNanoseconds: UInt64 = 50_000
+    /// How long a catch-up waits for a commit in progress to be published (and the
+    /// change watcher tries a suite's locks) before it takes the waiting way: a writer
+    /// holds them for microseconds.
+    static let busyWaitNanoseconds: UInt64 = 50_000
+
+    /// Repeats `attempt` while it finds the suite busy, yielding the processor between
+    /// tries (the writer it waits for may be the one that its wake-up preempted), for at
+    /// most `busyWaitNanoseconds`; returns what the last attempt found.
+    private func yieldingWhileBusy<T>(_ attempt: () throws -> T, isBusy: (T) -> Bool) rethrows -> T {
+        var deadline: UInt64?
+        while true {
+            let found = try attempt()
+            guard isBusy(found) else { return found }
+            let now = MonotonicClock.nanoseconds()
+            if deadline == nil { deadline = now + Self.busyWaitNanoseconds }
+            guard now < deadline! else { return found }
+            Threads.yieldProcessor()
+        }
+    }
 
     private enum CatchUpAttempt { case caughtUp, busy, failed }
 
@@ -251,7 +255,10 @@ final class SuiteStore: Sendable {
     /// the shared lock, and under the exclusive lock when a repair turns out to be needed.
     /// A state that is fresh is left as it is (`skipping`).
     private func refresh(lockTimeout: Duration?, skipping: LockSkip = .whenFresh) throws {
-        if try withState({ $0.catchUpWithoutFileLock() }) == .caughtUp { return }
+        // A commit in progress is waited for without the lock: what a reader needs is
+        // its publication, which comes before the writer's unlock.
+        let unlocked = try yieldingWhileBusy({ try withState { $0.catchUpWithoutFileLock() } }) { $0 == .changeInProgress }
+        if unlocked == .caughtUp { return }
         var kind = FileDescriptor.LockKind.shared
         while true {
             do {
