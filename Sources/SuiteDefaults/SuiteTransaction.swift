@@ -41,7 +41,7 @@ public final class SuiteTransaction: SuiteWritable {
         guard !isOpen, writes.capacity <= Self.recycledCapacity else { return nil }
         var taken: [Operation] = []
         swap(&taken, &writes)
-        taken.removeAll(keepingCapacity: true)
+        taken.removeAllKeepingStorage()
         return taken
     }
 
