@@ -78,3 +78,35 @@ struct UnlockedCatchUpTests {
         #expect(recorder.kinds.contains(.repairedDamage))
     }
 }
+
+extension UnlockedCatchUpTests {
+    /// A header left in the middle of a change (its generation odd, its committed
+    /// length already cut to a compacted file's while it still names the old file, as
+    /// a compaction that dies inside `setCommitted` leaves it) is trusted neither by an
+    /// observer's registration, which catches up without the file lock, nor by a read
+    /// under the shared lock: either used to read the suite's file again up to that
+    /// length, and go back in time. (An observer then heard commits it had heard
+    /// already, out of order: `cancellingAsyncSequencesWhileTheWatcherDelivers`
+    /// caught it under load, from a live compaction.)
+    @Test func aHeaderInTheMiddleOfAChangeIsNotTrusted() throws {
+        let suite = try Suite(named: "torn", directory: directory.url)
+        try suite.set(1, forKey: "k")
+        let dataPath = directory.file("torn.suite").path
+        let firstLength = try #require(try FileManager.default.attributesOfItem(atPath: dataPath)[.size] as? Int)
+        try suite.set(2, forKey: "k")
+        try suite.set(3, forKey: "k")
+        // The writer's side: a change begins (the generation made odd), and the
+        // committed length is written before the rest.
+        let lock = open(directory.file("torn.suite.lock").path, O_RDWR | O_CLOEXEC)
+        #expect(lock >= 0)
+        defer { close(lock) }
+        var generation: UInt64 = 0
+        #expect(pread(lock, &generation, 8, 16) == 8)
+        var changing = generation + 1, length = UInt64(firstLength)
+        #expect(pwrite(lock, &changing, 8, 16) == 8)
+        #expect(pwrite(lock, &length, 8, 24) == 8)
+        let seen = try suite.store.withChangeCollection(catchingUp: true) { contents, _ in contents["k"] }
+        #expect(seen == 3, "what the registration saw: \(String(describing: seen))")
+        #expect(suite.integer(forKey: "k") == 3)
+    }
+}

@@ -309,16 +309,19 @@ final class ChangeWatcher: Sendable {
         let capacity = 64 * 1024
         let buffer = UnsafeMutableRawPointer.allocate(byteCount: capacity, alignment: 8)
         // Kept from one wake-up to the next, so that the usual one (one event, one
-        // suite) allocates nothing here.
-        // The suites' names in `touched` are bytes of `buffer`, read again only once
-        // they have been used.
-        var events: [Inotify.Event] = [], touched: [(DirectoryIdentity, UnsafeBufferPointer<UInt8>)] = []
+        // suite) allocates nothing here. `touched` holds watch descriptors, resolved
+        // under the lock that collects the hubs (one lock per usual wake-up), and the
+        // suites' names as bytes of `buffer`, read into again only once they are used.
+        var events: [Inotify.Event] = [], touched: [(watch: Int32, suite: UnsafeBufferPointer<UInt8>)] = []
         var hubs: [ObserverHub] = [], listeners: [(DirectoryListener, String?)] = []
+        // Directories are lost only on this thread (`lose`), so it keeps track itself.
+        var directoriesLost = false
         while true {
             // While directories are missing, wake up now and then to look for them.
-            if withState({ !$0.lost.isEmpty }) {
+            if directoriesLost {
                 let ready = Inotify.wait(inotify, timeout: Self.lookAgainInterval)
                 lookForLostDirectories()
+                directoriesLost = withState { !$0.lost.isEmpty }
                 if !ready { continue }
             }
             guard let count = Inotify.read(inotify, into: buffer, capacity: capacity) else { return }
@@ -348,22 +351,23 @@ final class ChangeWatcher: Sendable {
                     lostHubs += withState { state in nameRemoved(&state, parent: event.watch, name: event.nameString) }
                     // The same descriptor may also watch that parent as a suite directory.
                 }
-                guard let suite = SuiteFiles.suiteName(ofDataFile: event.name),
-                      let identity = withState({ $0.identities[event.watch] })
-                else { continue }
-                if !touched.contains(where: { $0.0 == identity && $0.1.elementsEqual(suite) }) { touched.append((identity, suite)) }
+                guard let suite = SuiteFiles.suiteName(ofDataFile: event.name) else { continue }
+                if !touched.contains(where: { $0.watch == event.watch && $0.suite.elementsEqual(suite) }) {
+                    touched.append((event.watch, suite))
+                }
             }
             for hub in lostHubs { hub.directoryRemoved() }
             // Collected under the lock, called outside it. Neither call blocks: this one
             // thread serves every suite, so it never waits for any suite's lock.
             withState { state in
+                directoriesLost = !state.lost.isEmpty
                 if everything {
                     hubs = state.watches.values.flatMap { $0.watchers.hubs.values.compactMap(\.hub) }
                     listeners = state.watches.values.flatMap { $0.watchers.listeners.values.map { ($0, nil) } }
                     return
                 }
-                for (identity, suite) in touched {
-                    guard let watch = state.watches[identity] else { continue }
+                for (descriptor, suite) in touched {
+                    guard let identity = state.identities[descriptor], let watch = state.watches[identity] else { continue }
                     for weakHub in watch.watchers.hubs.values where weakHub.suite.elementsEqual(suite) {
                         if let hub = weakHub.hub { hubs.append(hub) }
                     }

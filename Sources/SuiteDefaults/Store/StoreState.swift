@@ -194,8 +194,18 @@ final class StoreState: @unchecked Sendable {
                      "The shared header in the lock file was not written by this library (\(reason)); it was set up again from the suite file.")
             return try rebuild()
         }
-        // A writer died inside a commit.
-        if exclusive && committed.isCommitInProgress { return try rebuild() }
+        // A writer died inside a commit (under the file lock, nobody else can be in
+        // one). Under the exclusive lock, the data file says what is committed. Under
+        // the shared lock, the header is trusted only as far as it extends what was
+        // read from the same file: a compaction that died between the committed length
+        // and the file ID (`setCommitted`) leaves one without the other, and reading
+        // that would go back in time.
+        if committed.isCommitInProgress {
+            if exclusive { return try rebuild() }
+            if view.isLoaded && (committed.dataFileID != view.dataFileID || committed.committedLength < view.length) {
+                throw NeedsExclusiveLock()
+            }
+        }
         let fileID = committed.dataFileID, length = committed.committedLength
         if fileID == 0 {
             if !view.isLoaded || view.dataFileID != 0 {

@@ -120,13 +120,18 @@ final class SuiteStore: Sendable {
         }
     }
 
-    /// Under the state lock: catches up (with `catchingUp`, as far as the lock file is
-    /// not needed), hands what that applied to the listener, then runs `body` on the
-    /// contents, where it says whether changes are collected from now on. So nothing
-    /// committed falls between what the listener was given and what `body` sees.
+    /// Under the state lock: catches up (with `catchingUp`, as far as that needs no
+    /// file lock: `catchUpWithoutFileLock`), hands what that applied to the listener,
+    /// then runs `body` on the contents, where it says whether changes are collected
+    /// from now on. So nothing committed falls between what the listener was given and
+    /// what `body` sees.
     func withChangeCollection<R>(catchingUp: Bool, _ body: (SuiteContents, inout Bool) -> R) throws -> R {
         try withState { state in
-            if catchingUp { try? state.catchUp(exclusive: false) }
+            // Not `catchUp`, which trusts the header as only the file lock makes it
+            // trustworthy: without the lock, a header read while a compaction changes
+            // it may name the new file with the old length, and the state read from
+            // that goes back in time.
+            if catchingUp { _ = state.catchUpWithoutFileLock() }
             handOverCommits(state)
             return body(state.contents, &state.collectsChanges)
         }
