@@ -156,7 +156,7 @@ final class StoreState: @unchecked Sendable {
 
     func diagnose(_ kind: SuiteDiagnostic.Kind, path: String? = nil, _ message: String) {
         diagnostics.append(SuiteDiagnostic(kind: kind, suite: suite, directory: files.directory.path,
-                                                  path: path, message: message))
+                                           path: path, message: message))
     }
 
     /// Refuses to touch the shared files from a forked child through the parent's
@@ -475,8 +475,8 @@ final class StoreState: @unchecked Sendable {
     func apply(_ record: Record) {
         guard collectsChanges else { return contents.apply(record) }
         applied.append(.commit, sequence: record.sequence, pid: record.pid,
-                               timestamp: Date(timeIntervalSince1970: Double(record.timestamp) / 1e9),
-                               isMirrored: record.flags.contains(.mirrored)) { contents.apply(record, changes: &$0) }
+                       timestamp: Date(timeIntervalSince1970: Double(record.timestamp) / 1e9),
+                       isMirrored: record.flags.contains(.mirrored)) { contents.apply(record, changes: &$0) }
     }
 
     /// Applies a commit of the single set of `key`, at the slot that the commit's

@@ -33,6 +33,7 @@ enum Inotify {
         /// The name's bytes, in the buffer the event was read into: valid until the
         /// next read into it. Most events are looked up by them, with no string made.
         var name: UnsafeBufferPointer<UInt8>
+        /// The name as a string, for the rare event that needs one.
         var nameString: String { String(decoding: name, as: UTF8.self) }
     }
 
