@@ -107,6 +107,12 @@ final class ObserverHub: AppliedCommitListener {
             ChangeWatcher.shared.unwatch(self)
             throw error
         }
+        // A registration that could not catch up (the suite's lock held past the
+        // timeout while what changed needs it, say a new data file) leaves the rest to
+        // the suite's queue, which waits for the lock: a change made before the
+        // directory was watched would otherwise reach this observer only with the
+        // next write.
+        if !store.isCaughtUp { scheduleRefresh() }
         let epoch = ForkEpoch.current
         // The token holds the store: an observation lasts until it is cancelled, even
         // when no `Suite` instance remains.

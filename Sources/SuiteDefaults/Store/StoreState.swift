@@ -196,13 +196,14 @@ final class StoreState: @unchecked Sendable {
         }
         // A writer died inside a commit (under the file lock, nobody else can be in
         // one). Under the exclusive lock, the data file says what is committed. Under
-        // the shared lock, the header is trusted only as far as it extends what was
-        // read from the same file: a compaction that died between the committed length
-        // and the file ID (`setCommitted`) leaves one without the other, and reading
-        // that would go back in time.
+        // the shared lock, the header is trusted only as far as it extends what this
+        // process read from the same file: a compaction that died between the
+        // committed length and the file ID (`setCommitted`) leaves one without the
+        // other, and reading that would go back in time. A process that has read
+        // nothing has nothing to check it against.
         if committed.isCommitInProgress {
             if exclusive { return try rebuild() }
-            if view.isLoaded && (committed.dataFileID != view.dataFileID || committed.committedLength < view.length) {
+            if !view.isLoaded || committed.dataFileID != view.dataFileID || committed.committedLength < view.length {
                 throw NeedsExclusiveLock()
             }
         }

@@ -180,6 +180,12 @@ final class SuiteStore: Sendable {
         }
     }
 
+    /// Whether the contents are the committed state as far as the shared header says,
+    /// without taking any lock: false when a catch-up is still to be made.
+    var isCaughtUp: Bool {
+        (try? withState { $0.isFresh }) ?? false
+    }
+
     /// Refreshes, throwing what a read would only report, and follows a lock file that
     /// lost its name to a newer one even when the state is fresh by the old one's
     /// header: for `Suite.reload()` and observers. With no `lockTimeout`, waits as long
