@@ -386,12 +386,17 @@ final class StoreState: @unchecked Sendable {
     }
 
     /// Runs `body` on the bytes of `range` of `file`; nil, without running it, when the
-    /// file ends first. They are read into storage kept for the next read while it is
-    /// small, so that the usual catch-up (one commit) allocates nothing for them.
+    /// file ends first. A small range is read into storage kept for the next read, so
+    /// that the usual catch-up (one commit) allocates nothing for it; a large one into
+    /// storage of its own, which nothing has to fill first.
     private func withBytes<R>(of file: FileDescriptor, in range: Range<Int>, _ body: (UnsafeRawBufferPointer) -> R) throws -> R? {
+        guard range.count <= Self.keptRecordBufferSize else {
+            let bytes = try file.read(count: range.count, at: range.lowerBound)
+            return bytes.count == range.count ? bytes.withUnsafeBytes(body) : nil
+        }
         var storage = readBuffer
         readBuffer = []
-        defer { if storage.count <= Self.keptRecordBufferSize { readBuffer = storage } }
+        defer { readBuffer = storage }
         if storage.count < range.count { storage = [UInt8](repeating: 0, count: max(range.count, 512)) }
         return try storage.withUnsafeMutableBytes { whole in
             let buffer = UnsafeMutableRawBufferPointer(rebasing: whole[..<range.count])
