@@ -311,11 +311,15 @@ struct HostileRoundFiveTests {
         for (index, state) in writers.enumerated() { try write("k", .string("\(index)-0"), with: state) }
         let blocker = try writer("blocker")
         try write("k", "0", with: blocker)
-        let held = ThreadSemaphore(), release = ThreadSemaphore()
+        let held = DispatchSemaphore(value: 0), release = ThreadSemaphore()
         let once = Mutex(false)
         let blockerToken = try SuiteObservation.allKeys.delivered(on: .watcherThread).start(
             in: Suite(named: "blocker", directory: directory.url)) { _ in
-                guard once.withLock({ done in defer { done = true }; return !done }) else { return }
+                // Only a hold of the watcher's own thread leaves the inotify queue unread.
+                // A delivery whose catch-up met a commit under way runs on the suite's
+                // queue instead, and is let through.
+                guard currentThreadName() == "suite-watcher",
+                      once.withLock({ done in defer { done = true }; return !done }) else { return }
                 held.signal()
                 release.wait()
             }
@@ -326,8 +330,12 @@ struct HostileRoundFiveTests {
             let observation = index % 2 == 0 ? SuiteObservation.allKeys.delivered(on: .watcherThread) : SuiteObservation.allKeys
             tokens.append(try observation.start(in: Suite(named: name, directory: directory.url), onChange: recorder.handler))
         }
-        try write("k", "1", with: blocker)
-        held.wait()
+        var heldOnWatcher = false
+        for attempt in 1...50 where !heldOnWatcher {
+            try write("k", .string("\(attempt)"), with: blocker)
+            heldOnWatcher = held.wait(timeout: .now() + 1) == .success
+        }
+        try #require(heldOnWatcher, "a delivery to the blocker held the watcher's thread")
         // With the watcher held, more events than the queue holds (16384 by default).
         let limit = (try? String(contentsOfFile: "/proc/sys/fs/inotify/max_queued_events", encoding: .utf8))
             .flatMap { Int($0.trimmingCharacters(in: .whitespacesAndNewlines)) } ?? 16384
