@@ -325,7 +325,7 @@ final class SuiteStore: Sendable {
         defer { wait.finish() }
         while true {
             do {
-                return try withState { try oneAttempt(kind, skipping: skipping, on: $0, body) }
+                return try withState { try oneAttempt(kind, skipping: skipping, on: $0, whenLocked: { wait.finish() }, body) }
             } catch let busy as LockBusy {
                 guard wait.pause(after: busy.point) else {
                     throw try withState { $0.lockTimeoutError(kind, waited: timeout ?? .zero) }
@@ -336,10 +336,12 @@ final class SuiteStore: Sendable {
 
     /// One attempt of `withFileLocked`, on the state under its lock: `body` holding the
     /// file lock of `kind`. Throws `AlreadyFresh` without locking the file when
-    /// `skipping` says so, and `LockBusy` when the file lock is held.
+    /// `skipping` says so, and `LockBusy` when the file lock is held. `whenLocked` runs
+    /// once the file is locked: a waiter stops counting itself there, so that its own
+    /// release makes no wake-up call for it.
     @inline(__always)
     private func oneAttempt<R>(_ kind: FileDescriptor.LockKind, skipping: LockSkip, on state: StoreState,
-                               _ body: (StoreState) throws -> R) throws -> R {
+                               whenLocked: () -> Void = {}, _ body: (StoreState) throws -> R) throws -> R {
         switch skipping {
         case .never: break
         case .whenFresh: if state.isFresh { throw AlreadyFresh() }
@@ -352,6 +354,7 @@ final class SuiteStore: Sendable {
         let point = state.lockWaitPoint
         guard try state.tryLockFile(kind) else { throw LockBusy(point: point) }
         defer { state.unlockFile() }
+        whenLocked()
         return try body(state)
     }
 
