@@ -11,9 +11,10 @@
 //
 // --bare is the fair "bare Swift process" to compare with: the same program with the
 // same libraries loaded, which touches no suite, so the difference is what the store
-// itself costs. Build it as a widget should be built (Docs/Performance.md):
+// itself costs. Build it as a widget should be built (Docs/Performance.md, "Building a
+// fast-starting widget"), into .build-static/, where suite-bench finds it:
 //
-//     swift build -c release --static-swift-stdlib --product suite-first-read --scratch-path .build-static
+//     Scripts/build-widget-static
 //
 // Exit status: 0 printed; 1 no such key (or not a string); 2 usage; 3 the suite did not open.
 #if canImport(FoundationEssentials)
