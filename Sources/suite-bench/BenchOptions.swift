@@ -25,7 +25,7 @@ struct BenchOptions: Sendable {
             .flag("--peers", help: "also measure SQLite (WAL) and LMDB, loaded at run time, for every row where they apply"),
             .value("--dir", "DIR", help: "where the run makes its directory (default: the temporary directory)"),
             .value("--svg", "FILE", help: "also write a chart of the rows to FILE"),
-            .value("--static-probe", "FILE", help: "suite-first-read built as the docs recommend for widgets, for spawn_to_first_read (default: the package's \(StartUpPrograms.staticProbePath), which Scripts/build-widget-static makes)"),
+            .value("--static-probe", "FILE", help: "suite-first-read built as the docs recommend for widgets, for spawn_to_first_read and widget_memory (default: the package's \(StartUpPrograms.staticProbePath), which Scripts/build-widget-static makes)"),
             .value("--only", "GROUP,...", help: "measure only these groups of rows: \(groups.joined(separator: ", "))"),
         ]
     )

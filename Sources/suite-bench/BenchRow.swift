@@ -10,7 +10,7 @@ struct BenchRow: Sendable {
     var note: String
     /// With --peers: SQLite's and LMDB's columns, in Peer.allCases order.
     var peers: [PeerColumn]? = nil
-    /// For a row that starts a program of ours (spawn_to_first_read): the same program
+    /// For a row that starts a program of ours (spawn_to_first_read, widget_memory): the same program
     /// built as the docs recommend for widgets (Scripts/build-widget-static), or why
     /// there is no figure (not built).
     var oursStatic: BuildColumn? = nil
@@ -64,9 +64,10 @@ struct BenchRow: Sendable {
     }
 
     var kind: Kind {
-        switch name {
+        // A static build's row (staticBuildRow) measures what its row does.
+        switch name.hasSuffix(" (static)") ? String(name.dropLast(" (static)".count)) : name {
         case "update_contended", "sync_throughput": .throughput
-        case "memory": .memory
+        case "memory", "widget_memory": .memory
         case "notify_cpu": .cpu
         default: .time
         }

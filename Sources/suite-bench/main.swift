@@ -69,7 +69,7 @@ do {
     try measure("cold", "cold start") { [try bench.coldStartRow()] }
     try measure("spawn", "spawn to first read") { [try bench.spawnToFirstReadRow()] }
     try measure("durable", "durable set") { [try bench.durableRow()] }
-    try measure("memory", "memory") { [try bench.memoryRow()] }
+    try measure("memory", "memory") { [try bench.memoryRow(), try bench.widgetMemoryRow()] }
     try measure("sync", "sync through etcd") { try bench.syncRows() }
     if options.peers { try bench.addPeers(to: &rows, verified: &verified, progress: progress) }
 } catch {

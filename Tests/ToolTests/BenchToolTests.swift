@@ -26,7 +26,7 @@ struct BenchToolTests {
         #expect(rows.compactMap { $0["name"] as? String } == [
             "set", "get", "get_foundation_sync", "writes100", "update", "update_contended", "scale_10", "scale_1000",
             "scale_10000", "scale_1mib_value", "notify_1", "notify_1_watcher_thread", "notify_8", "notify_cpu", "cold_start", "spawn_to_first_read",
-            "durable_set", "memory", "sync_latency", "sync_throughput",
+            "durable_set", "memory", "widget_memory", "sync_latency", "sync_throughput",
         ])
         for row in rows {
             for field in ["ours_median_us", "ours_p99_us", "foundation_median_us", "foundation_p99_us", "floor_median_us", "floor_p99_us", "note"] {
@@ -53,6 +53,17 @@ struct BenchToolTests {
             #expect((staticBuild["median_us"] as? Double).map { $0 > 0 } == true, "\(staticBuild)")
         }
         #expect(spawn["floor_median_us"] is Double || (spawn["note"] as? String)?.contains("none:") == true, "\(spawn)")
+        // A widget's memory above the same program opening nothing: a positive figure in
+        // MiB, for the static build too when it was built.
+        let widgetMemory = try #require(rows.first { $0["name"] as? String == "widget_memory" })
+        #expect((widgetMemory["note"] as? String)?.hasPrefix("MiB") == true, "\(widgetMemory)")
+        #expect((widgetMemory["ours_median_us"] as? Double).map { $0 > 0 } == true, "\(widgetMemory)")
+        let widgetStatic = try #require(widgetMemory["ours_static"] as? [String: Any], "\(widgetMemory)")
+        if (widgetStatic["note"] as? String ?? "").hasPrefix("not built") {
+            #expect(widgetStatic["median_us"] is NSNull, "\(widgetStatic)")
+        } else {
+            #expect((widgetStatic["median_us"] as? Double).map { $0 > 0 } == true, "\(widgetStatic)")
+        }
         // Sync through a local etcd: a figure, or the note naming the package where etcd is missing.
         for name in ["sync_latency", "sync_throughput"] {
             let row = try #require(rows.first { $0["name"] as? String == name })
@@ -90,7 +101,7 @@ struct BenchToolTests {
         let json = try #require(bench.lines.last)
         let object = try #require(try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any])
         let rows = try #require(object["rows"] as? [[String: Any]])
-        #expect(rows.count == 20)
+        #expect(rows.count == 21)
         var installed = ["sqlite": true, "lmdb": true]
         for row in rows {
             let name = row["name"] as? String ?? ""
@@ -105,6 +116,9 @@ struct BenchToolTests {
                 } else if name.hasPrefix("sync_") {
                     // Neither peer syncs machines.
                     #expect(note == "not applicable" && column["median_us"] is NSNull, "\(name).\(peer): \(note)")
+                } else if name == "widget_memory" {
+                    // A C program has no Swift runtime to compare a bare one with.
+                    #expect(note.hasPrefix("not measured") && column["median_us"] is NSNull, "\(name).\(peer): \(note)")
                 } else if name == "spawn_to_first_read" && (peer == "sqlite" || note.contains("cc")) {
                     // No C program for SQLite; LMDB's needs a C compiler, which a machine may lack.
                     #expect(note.hasPrefix("not measured") || note.contains("cc"), "\(name).\(peer): \(note)")
