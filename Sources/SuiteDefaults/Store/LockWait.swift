@@ -66,7 +66,8 @@ struct LockWait {
         return true
     }
 
-    /// Stops counting this waiter.
+    /// Stops counting this waiter: once it holds the lock (so that its own release
+    /// wakes nobody on its account), or when it gives up.
     mutating func finish() {
         if let counted, !counted.wasCutShort { Self.waiterCount(counted).add(UInt32.max) }
         counted = nil
