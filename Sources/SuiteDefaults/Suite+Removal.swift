@@ -125,6 +125,8 @@ private struct SuiteRemoval {
                 }
                 guard wait.pause(after: point) else { throw timeoutError(lock.descriptor) }
             }
+            // Holding the lock, it waits no more: its release wakes only others.
+            wait.finish()
             var removed: [String] = []
             defer {
                 // Tells every process that has the suite open, even after a failure half-way:

@@ -584,4 +584,64 @@ struct HostileTests {
         try suite.set(21, forKey: "version")
         #expect(try outcome("get", suite: "cut", ["key": "version"]).contains("value 21"))
     }
+
+    /// The count of processes waiting for the lock, at offset 68 of the lock file at
+    /// `path`; nil while the file is too short to hold it.
+    func waiterCount(ofLockFile path: String) -> UInt32? {
+        guard let handle = FileHandle(forReadingAtPath: path) else { return nil }
+        defer { try? handle.close() }
+        guard (try? handle.seek(toOffset: 68)) != nil, let bytes = try? handle.read(upToCount: 4), bytes.count == 4 else { return nil }
+        return bytes.withUnsafeBytes { $0.loadUnaligned(as: UInt32.self) }
+    }
+
+    /// Processes waiting for the lock count themselves in the shared page. When the
+    /// lock file is cut short under them and made again, the count ends at 0 once they
+    /// are done: not below, wrapped to 2^32 - 1, which would make every later release
+    /// of the suite a wake-up call.
+    @Test func theWaiterCountEndsAtZeroWhenTheLockFileIsCutShortUnderItsWaiters() throws {
+        try Suite(named: "waited", directory: directory.url).set(0, forKey: "k")
+        let lockPath = directory.file("waited.suite.lock").path
+        func waiterCount() -> UInt32? { self.waiterCount(ofLockFile: lockPath) }
+        let holder = try startWorker("hold-lock", in: directory, suite: "waited")
+        holder.expectLine(startingWith: "holding")
+        let waiters = try (0..<4).map { index in
+            try startWorker("try-set", in: directory, suite: "waited", ["key": "w\(index)", "value": "set", "lock-timeout-ms": "60000"])
+        }
+        // Each counts itself once it has spun for 100 µs.
+        #expect(poll(within: .seconds(30)) { waiterCount() == 4 }, "\(waiterCount().map(String.init) ?? "nil")")
+        #expect(truncate(lockPath, 0) == 0)
+        holder.kill()
+        for waiter in waiters {
+            waiter.expectLine(startingWith: "ok", within: .seconds(60))
+            waiter.expectSuccess()
+        }
+        #expect(waiterCount() == 0, "\(waiterCount().map(String.init) ?? "nil")")
+        let suite = try Suite(named: "waited", directory: directory.url)
+        #expect((0..<4).allSatisfy { suite.string(forKey: "w\($0)") == "set" })
+    }
+
+    /// A process waiting for the lock on a lock file that loses its name moves, once
+    /// it has that lock, to the new file, and is counted there while it waits again, so
+    /// that the new file's holder wakes it when it lets go (not its 5 ms sleeps).
+    @Test func aWaiterThatMovesToANewLockFileIsCountedThere() throws {
+        try Suite(named: "moved", directory: directory.url).set(0, forKey: "k")
+        let lockPath = directory.file("moved.suite.lock").path
+        let first = try startWorker("hold-lock", in: directory, suite: "moved")
+        first.expectLine(startingWith: "holding")
+        let waiter = try startWorker("try-set", in: directory, suite: "moved", ["key": "w", "value": "set", "lock-timeout-ms": "60000"])
+        #expect(poll(within: .seconds(30)) { waiterCount(ofLockFile: lockPath) == 1 })
+        // The name goes; a newcomer makes a new lock file and holds it.
+        #expect(unlink(lockPath) == 0)
+        let second = try startWorker("hold-lock", in: directory, suite: "moved")
+        second.expectLine(startingWith: "holding")
+        #expect(waiterCount(ofLockFile: lockPath) == 0, "the newcomer's file")
+        // The first lets go: the waiter finds its file without a name and waits on the new one.
+        first.kill()
+        #expect(poll(within: .seconds(30)) { waiterCount(ofLockFile: lockPath) == 1 }, "\(waiterCount(ofLockFile: lockPath).map(String.init) ?? "nil")")
+        second.kill()
+        waiter.expectLine(startingWith: "ok", within: .seconds(60))
+        waiter.expectSuccess()
+        #expect(waiterCount(ofLockFile: lockPath) == 0)
+        #expect(try Suite(named: "moved", directory: directory.url).string(forKey: "w") == "set")
+    }
 }

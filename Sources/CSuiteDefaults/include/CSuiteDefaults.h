@@ -45,6 +45,14 @@ static inline void sd_atomic_add_u32(uint32_t *address, uint32_t value) {
     __atomic_add_fetch(address, value, __ATOMIC_ACQ_REL);
 }
 
+/// Subtracts one unless the word is 0 (which it leaves), acquire-release.
+static inline void sd_atomic_decrement_to_zero_u32(uint32_t *address) {
+    uint32_t current = __atomic_load_n(address, __ATOMIC_RELAXED);
+    while (current != 0 &&
+           !__atomic_compare_exchange_n(address, &current, current - 1, 1, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
+    }
+}
+
 /// CRC-32C (Castagnoli), as used by iSCSI, ext4 and SCTP: the reflected polynomial
 /// 0x82F63B78, initial value 0xFFFFFFFF, final xor 0xFFFFFFFF. `crc` is the result of
 /// a previous call (0 to start), so a buffer may be checksummed in pieces.

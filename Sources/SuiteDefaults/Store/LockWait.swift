@@ -54,6 +54,9 @@ struct LockWait {
             MonotonicClock.sleep(remaining)
             return true
         }
+        // A waiter moved to another lock file (the old one replaced, or mapped again
+        // after it was cut short) is counted where it now waits.
+        if let counted, counted !== page { finish() }
         if counted == nil, page.isWritable, !page.wasCutShort {
             // Counted before the next attempt, so that a release after it wakes us.
             Self.waiterCount(page).add(1)
@@ -69,7 +72,7 @@ struct LockWait {
     /// Stops counting this waiter: once it holds the lock (so that its own release
     /// wakes nobody on its account), or when it gives up.
     mutating func finish() {
-        if let counted, !counted.wasCutShort { Self.waiterCount(counted).add(UInt32.max) }
+        if let counted, !counted.wasCutShort { Self.waiterCount(counted).decrementToZero() }
         counted = nil
     }
 

@@ -46,9 +46,14 @@ struct SharedWord32 {
     @inline(__always)
     func load() -> UInt32 { sd_atomic_load_u32(address) }
 
-    /// Adds `value` (wrapping: add `UInt32.max` to subtract one), acquire-release.
+    /// Adds `value` (wrapping), acquire-release.
     @inline(__always)
     func add(_ value: UInt32) { sd_atomic_add_u32(address, value) }
+
+    /// Subtracts one, unless the word is 0: a count that another process set to 0
+    /// under us (a page made again) must not wrap to 2^32 - 1.
+    @inline(__always)
+    func decrementToZero() { sd_atomic_decrement_to_zero_u32(address) }
 
     /// Waits while the word holds `expected`, at most `timeout` (a futex wait).
     func wait(whileEqualTo expected: UInt32, timeout: Duration) -> SharedFutex.Outcome {
