@@ -324,6 +324,12 @@ struct HostileRoundFiveTests {
                 release.wait()
             }
         var recorders: [ChangeRecorder] = [], tokens: [SuiteCancellable] = [blockerToken]
+        // Whatever fails, the process's one watcher thread is let go, or every later
+        // observation test of the process would wait behind it.
+        defer {
+            release.signal()
+            tokens.forEach { $0.cancel() }
+        }
         for (index, name) in names.enumerated() {
             let recorder = ChangeRecorder()
             recorders.append(recorder)
@@ -352,7 +358,6 @@ struct HostileRoundFiveTests {
             #expect(recorders[index].changes.map(\.sequence) == recorders[index].changes.map(\.sequence).sorted())
         }
         #expect(diagnostics.kinds.contains(.changeEventsLost), "the queue overflowed")
-        tokens.forEach { $0.cancel() }
     }
 
     /// Observers on the watcher's thread that cancel themselves from their callback,
