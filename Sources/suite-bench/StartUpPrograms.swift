@@ -31,11 +31,22 @@ enum StartUpPrograms {
     }
 
     /// The probe built as the docs recommend for widgets: `given` (--static-probe), else
-    /// the package's .build-static one. Nil, with the reason, when there is none.
+    /// the package's .build-static one. Nil, with the reason, when there is none, or
+    /// when it does not answer `--bare` as the probe does (so that a broken build costs
+    /// its rows' static lines, not the run).
     static func staticProbe(given: String?) -> (path: String?, note: String) {
         let path = given ?? packageDirectory?.appendingPathComponent(staticProbePath).path
         guard let path, FileManager.default.isExecutableFile(atPath: path) else {
+            if let given { return (nil, "not measured: --static-probe \(given) is not an executable file") }
             return (nil, "not built: \(staticBuildCommand)")
+        }
+        do {
+            let trial = try TimedSpawn(path, ["--bare"])
+            guard trial.status == 0, trial.output == "bare\n" else {
+                return (nil, "not measured: \(path) --bare ended with \(trial.status) and printed \(String(trial.output.prefix(200)).debugDescription), not the probe's \"bare\"")
+            }
+        } catch {
+            return (nil, "not measured: \(path) does not start: \(error.message)")
         }
         if let built = modified(path), let sources = newestSource, built < sources {
             return (path, "\(path), built before the last change to the store's or the probe's sources: rebuild it with \(staticBuildCommand)")

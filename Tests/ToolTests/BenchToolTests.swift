@@ -59,7 +59,7 @@ struct BenchToolTests {
         #expect((widgetMemory["note"] as? String)?.hasPrefix("MiB") == true, "\(widgetMemory)")
         #expect((widgetMemory["ours_median_us"] as? Double).map { $0 > 0 } == true, "\(widgetMemory)")
         let widgetStatic = try #require(widgetMemory["ours_static"] as? [String: Any], "\(widgetMemory)")
-        if (widgetStatic["note"] as? String ?? "").hasPrefix("not built") {
+        if ["not built", "not measured"].contains(where: (widgetStatic["note"] as? String ?? "").hasPrefix) {
             #expect(widgetStatic["median_us"] is NSNull, "\(widgetStatic)")
         } else {
             #expect((widgetStatic["median_us"] as? Double).map { $0 > 0 } == true, "\(widgetStatic)")
@@ -156,6 +156,40 @@ struct BenchToolTests {
     }
 
     /// --only measures the groups it names and no other, and refuses a group it does not know.
+    /// A static probe that is broken (one that answers nothing the probe would, or
+    /// figures that cannot be) costs its rows' static lines, with a note, not the run.
+    @Test func aBrokenStaticProbeIsNotedAndTheRunGoesOn() throws {
+        let garbage = directory.file("garbage-probe")
+        try "#!/bin/sh\necho garbage\n".write(to: garbage, atomically: true, encoding: .utf8)
+        // Answers --bare as the probe does, then peaks lower opening a suite than opening nothing.
+        let impossible = directory.file("impossible-probe")
+        try """
+            #!/bin/sh
+            if [ "$1" = --bare ] && [ -z "$2" ]; then echo bare; exit 0; fi
+            if [ "$1" = --bare ]; then echo "peak_rss_kib 900000 keys 0"; exit 0; fi
+            if [ "$1" = --memory ]; then echo "peak_rss_kib 1 keys 10000"; exit 0; fi
+            echo nonsense; exit 4
+
+            """.write(to: impossible, atomically: true, encoding: .utf8)
+        for script in [garbage, impossible] { #expect(chmod(script.path, 0o755) == 0) }
+        let runs = directory.file("runs")
+        try FileManager.default.createDirectory(at: runs, withIntermediateDirectories: true)
+        for (probe, reason) in [(garbage.path, "printed \"garbage\\n\""), (impossible.path, "peaked lower opening a suite"),
+                                (directory.file("absent").path, "is not an executable file")] {
+            let bench = try run(program: "suite-bench", ["--quick", "--json", "--only", "memory", "--dir", runs.path, "--static-probe", probe],
+                                within: .seconds(300))
+            #expect(bench.status == .exited(0), "\(bench.errors.suffix(500))")
+            let object = try #require(try JSONSerialization.jsonObject(with: Data((bench.lines.last ?? "").utf8)) as? [String: Any])
+            let rows = try #require(object["rows"] as? [[String: Any]])
+            let widget = try #require(rows.first { $0["name"] as? String == "widget_memory" })
+            let staticBuild = try #require(widget["ours_static"] as? [String: Any], "\(widget)")
+            let note = staticBuild["note"] as? String ?? ""
+            #expect(note.hasPrefix("not measured") && note.contains(reason) && staticBuild["median_us"] is NSNull, "\(note)")
+            #expect((widget["ours_median_us"] as? Double).map { $0 > 0 } == true, "the build swift build made is still measured: \(widget)")
+        }
+        #expect((try? FileManager.default.contentsOfDirectory(atPath: runs.path))?.isEmpty == true, "the runs' own directories were removed")
+    }
+
     @Test func onlyMeasuresTheNamedGroups() throws {
         let bench = try run(program: "suite-bench", ["--quick", "--json", "--only", "set,notify", "--dir", directory.path],
                             within: .seconds(300))
