@@ -644,4 +644,25 @@ struct HostileTests {
         #expect(waiterCount(ofLockFile: lockPath) == 0)
         #expect(try Suite(named: "moved", directory: directory.url).string(forKey: "w") == "set")
     }
+
+    /// A count of waiters left behind (a waiter killed while counted) does not outlive
+    /// the header: the process that sets the header up again, after a reboot here,
+    /// starts the count at 0.
+    @Test func aLeftoverWaiterCountIsClearedWhenTheHeaderIsSetUpAgain() throws {
+        try Suite(named: "rebooted", directory: directory.url).set(0, forKey: "k")
+        let lockPath = directory.file("rebooted.suite.lock").path
+        let handle = try #require(FileHandle(forUpdatingAtPath: lockPath))
+        // Three waiters' counts that nobody will take back, and another boot's ID.
+        try handle.seek(toOffset: 68)
+        try handle.write(contentsOf: withUnsafeBytes(of: UInt32(3).littleEndian) { Data($0) })
+        try handle.seek(toOffset: 48)
+        try handle.write(contentsOf: Data(repeating: 0xA5, count: 16))
+        try handle.close()
+        #expect(waiterCount(ofLockFile: lockPath) == 3)
+        let writer = try startWorker("try-set", in: directory, suite: "rebooted", ["key": "k", "value": "after"])
+        writer.expectLine(startingWith: "ok")
+        writer.expectSuccess()
+        #expect(waiterCount(ofLockFile: lockPath) == 0)
+        #expect(try Suite(named: "rebooted", directory: directory.url).string(forKey: "k") == "after")
+    }
 }

@@ -41,6 +41,10 @@ static inline uint32_t sd_atomic_load_u32(const uint32_t *address) {
     return __atomic_load_n(address, __ATOMIC_ACQUIRE);
 }
 
+static inline void sd_atomic_store_u32(uint32_t *address, uint32_t value) {
+    __atomic_store_n(address, value, __ATOMIC_RELEASE);
+}
+
 static inline void sd_atomic_add_u32(uint32_t *address, uint32_t value) {
     __atomic_add_fetch(address, value, __ATOMIC_ACQ_REL);
 }

@@ -121,6 +121,10 @@ struct SharedHeader {
         committerPID = ProcessIdentity.id
         store(BootID.current.0, 48)
         store(BootID.current.1, 56)
+        // No waiter from before counts any more: one killed while counted (or from
+        // before a reboot) would otherwise make every release a wake-up call for good.
+        // A live waiter's own decrement then stops at 0, and it is woken by its sleep's end.
+        waiterCount.store(0)
         // A fresh random even generation, never 0 (a page zeroed under a reader must
         // not look fresh), so that no cached generation from before matches it by chance.
         publish(generation: UInt64.random(in: 1...(1 << 62)) << 1)

@@ -46,6 +46,10 @@ struct SharedWord32 {
     @inline(__always)
     func load() -> UInt32 { sd_atomic_load_u32(address) }
 
+    /// A store with release ordering.
+    @inline(__always)
+    func store(_ value: UInt32) { sd_atomic_store_u32(address, value) }
+
     /// Adds `value` (wrapping), acquire-release.
     @inline(__always)
     func add(_ value: UInt32) { sd_atomic_add_u32(address, value) }
