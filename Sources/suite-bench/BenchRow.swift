@@ -48,7 +48,16 @@ struct BenchRow: Sendable {
     /// peers, for the table's and the chart's second line. Nil when it was not measured.
     var staticBuildRow: BenchRow? {
         guard let figure = oursStatic?.figure else { return nil }
-        return BenchRow(name: name + " (static)", ours: figure, foundation: nil, floor: floor, note: "", peers: peers)
+        return BenchRow(name: name + Self.staticSuffix, ours: figure, foundation: nil, floor: floor, note: "", peers: peers)
+    }
+
+    /// What ends the name of a static build's row.
+    private static let staticSuffix = " (static)"
+
+    /// What a target of such a row judges: the static build's figure when it was
+    /// measured (the build the docs recommend for widgets), else ours, and which it is.
+    var judged: (figure: Figure, build: String) {
+        oursStatic?.figure.map { ($0, "static build") } ?? (ours, "dynamic build, the static one not measured")
     }
 
     /// What the figures measure.
@@ -65,7 +74,7 @@ struct BenchRow: Sendable {
 
     var kind: Kind {
         // A static build's row (staticBuildRow) measures what its row does.
-        switch name.hasSuffix(" (static)") ? String(name.dropLast(" (static)".count)) : name {
+        switch name.hasSuffix(Self.staticSuffix) ? String(name.dropLast(Self.staticSuffix.count)) : name {
         case "update_contended", "sync_throughput": .throughput
         case "memory", "widget_memory": .memory
         case "notify_cpu": .cpu

@@ -164,16 +164,16 @@ enum Report {
         // Only with --peers, beside the C program with LMDB; judged on the build the docs
         // recommend for widgets (static) when it was built.
         if let spawn = row("spawn_to_first_read"), let lmdb = spawn.peers?.first(where: { $0.peer == .lmdb })?.figure, lmdb.median > 0 {
-            let (ours, build) = spawn.oursStatic?.figure.map { ($0, "static build") } ?? (spawn.ours, "dynamic build, the static one not measured")
+            let (ours, build) = spawn.judged
             let ratio = ours.median / lmdb.median
             targets.append(("widget from posix_spawn to first value ≤ 3× a C program with LMDB (\(build): \(format(ours.median, unit: "µs")) vs \(format(lmdb.median, unit: "µs")), \(String(format: "%.2f×", ratio)))",
                             ratio <= 3))
         }
         // Judged on the static build when it was built, as spawn_to_first_read is.
         if let memory = row("widget_memory") {
-            let (above, build) = memory.oursStatic?.figure.map { ($0.median, "static build") } ?? (memory.ours.median, "dynamic build, the static one not measured")
-            targets.append((String(format: "a widget's peak RSS within 2 MiB of a bare Swift process (%@: %.2f MiB above it, 10,000 keys)", build, above),
-                            above <= 2))
+            let (above, build) = memory.judged
+            targets.append((String(format: "a widget's peak RSS within 2 MiB of a bare Swift process (%@: %.2f MiB above it, 10,000 keys)", build, above.median),
+                            above.median <= 2))
         }
         // Sync through etcd (issue #15), where etcd is installed.
         if let sync = row("sync_latency"), sync.ours.median.isFinite {
