@@ -107,6 +107,87 @@ struct SystemLayerTests {
         #expect(try FileDescriptor.readContents(ofPath: file, limit: 2) == [1, 2])
     }
 
+    /// The status calls (through statx, asking for fewer fields) say what glibc's stat
+    /// says, the device in glibc's encoding, which /proc/locks is matched against.
+    @Test func statusCallsAgreeWithGlibcsStat() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("system-layer-\(UUID())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let file = directory.appendingPathComponent("file").path, fifo = directory.appendingPathComponent("fifo").path
+        let link = directory.appendingPathComponent("link").path
+        #expect(FileManager.default.createFile(atPath: file, contents: Data(repeating: 7, count: 5000)))
+        #expect(mkfifo(fifo, 0o600) == 0)
+        try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: file)
+        func expectAgreement(_ ours: FileStatus, _ raw: stat, _ what: String) {
+            #expect(ours.device == UInt64(raw.st_dev) && ours.inode == UInt64(raw.st_ino), "\(what)")
+            #expect(ours.mode == UInt32(raw.st_mode) && ours.owner == raw.st_uid && ours.group == raw.st_gid, "\(what)")
+            #expect(ours.size == Int(raw.st_size) && ours.linkCount == Int(raw.st_nlink), "\(what)")
+            #expect(ours.allocatedBytes == Int(raw.st_blocks) * 512, "\(what)")
+        }
+        for (path, follows) in [(file, true), (fifo, false), (link, false), (link, true), (directory.path, true), ("/proc/self/stat", true)] {
+            var raw = stat()
+            #expect((follows ? stat(path, &raw) : lstat(path, &raw)) == 0)
+            expectAgreement(try FileStatus.of(path: path, followingLinks: follows), raw, path)
+        }
+        let handle = try DirectoryHandle.open(path: directory.path)
+        for name in ["file", "fifo", "link"] {
+            var raw = stat()
+            #expect(lstat(directory.appendingPathComponent(name).path, &raw) == 0)
+            expectAgreement(try #require(try handle.status(of: name)), raw, name)
+        }
+        #expect(try handle.status(of: "missing") == nil)
+        let descriptor = try FileDescriptor.open(file, in: nil, flags: O_RDONLY, pathForErrors: file)
+        defer { descriptor.close() }
+        var raw = stat()
+        #expect(fstat(descriptor.rawValue, &raw) == 0)
+        expectAgreement(try descriptor.status(), raw, "descriptor")
+        #expect(throws: SystemCallError.self) { try FileStatus.of(path: directory.appendingPathComponent("missing").path, followingLinks: true) }
+    }
+
+    /// A commit checks its data file just before appending to it. On Linux 6.13 and
+    /// later (multigrain timestamps: ext4, xfs, btrfs, tmpfs), a status call that reports
+    /// a file's change time makes the next write stamp the file with a fine-grained time
+    /// and dirty its inode; the library's status calls must not ask for the times. A
+    /// write then leaves the times alone until the coarse clock passes them, so after a
+    /// run of writes with a status check between each, the change time lags the clock by
+    /// up to a tick, not by the one write since it was stamped.
+    @Test func aStatusCheckBetweenWritesLeavesTheFileTimesAlone() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("system-layer-\(UUID())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let descriptor = try FileDescriptor.open(directory.appendingPathComponent("file").path, in: nil,
+                                                 flags: O_RDWR | O_CREAT, mode: 0o600, pathForErrors: "file")
+        defer { descriptor.close() }
+        func nanoseconds(_ time: timespec) -> Int64 { Int64(time.tv_sec) * 1_000_000_000 + Int64(time.tv_nsec) }
+        /// How far the file's change time lags the clock after 500 one-byte writes with
+        /// `check` between each, the first stamped finely (its time was just read).
+        func lagAfterWrites(checking check: () throws -> Void) throws -> Int64 {
+            var raw = stat()
+            _ = fstat(descriptor.rawValue, &raw)
+            for _ in 0..<500 {
+                #expect(pwrite(descriptor.rawValue, "x", 1, 0) == 1)
+                try check()
+            }
+            _ = fstat(descriptor.rawValue, &raw)
+            var now = timespec()
+            clock_gettime(CLOCK_REALTIME, &now)
+            return nanoseconds(now) - nanoseconds(raw.st_ctim)
+        }
+        let fineLag: Int64 = 50_000
+        // With glibc's fstat between the writes, a kernel with multigrain timestamps
+        // stamps every write: the time lags by one write (unless this thread was held up).
+        let reportedTimesLags = try (0..<9).map { _ in try lagAfterWrites { var raw = stat(); _ = fstat(descriptor.rawValue, &raw) } }
+        guard reportedTimesLags.filter({ $0 < fineLag }).count >= 5 else {
+            // Times stamped at the clock's ticks whatever is asked: nothing to tell apart.
+            return
+        }
+        // With ours, only a write after the coarse clock passed the stamp stamps again:
+        // the time lags by less than `fineLag` only when a tick fell that close to the end.
+        let ourLags = try (0..<9).map { _ in try lagAfterWrites { _ = try descriptor.status() } }
+        #expect(ourLags.filter { $0 >= fineLag }.count >= 5,
+                "lags \(ourLags) ns with our status checks, \(reportedTimesLags) ns with fstat's")
+    }
+
     @Test func sharedWordsLoadStoreAndAdd() {
         let page = UnsafeMutableRawPointer.allocate(byteCount: 64, alignment: 8)
         defer { page.deallocate() }

@@ -152,6 +152,30 @@ static inline void sd_cpu_relax(void) {
 #endif
 }
 
+// MARK: File status
+
+/// What the library reads of a file's status (`st_dev` as glibc encodes it).
+typedef struct {
+    uint64_t device;
+    uint64_t inode;
+    uint32_t mode;
+    uint32_t owner;
+    uint32_t group;
+    int64_t size;
+    uint64_t link_count;
+    /// 512-byte units.
+    int64_t blocks;
+} sd_file_status;
+
+/// `fstatat(directory, path, flags)` through statx, asking for the fields above and
+/// never the file's times (asking for them makes the next write to the file update
+/// them at once, on Linux 6.13 and later). Falls back to fstatat where statx is
+/// missing. 0, or -1 with errno set.
+int sd_read_file_status(int directory, const char *path, int flags, sd_file_status *status);
+
+/// `sd_read_file_status` of an open descriptor (fstat).
+int sd_read_descriptor_status(int descriptor, sd_file_status *status);
+
 // MARK: Futexes in memory shared between processes
 
 /// Waits while `*word == expected`, at most `timeout_ns`. Returns 0 when woken, else

@@ -50,11 +50,12 @@ final class DirectoryHandle: Sendable {
 
     /// `lstat` of a name in this directory; nil when it does not exist.
     func status(of name: String) throws -> FileStatus? {
-        var raw = stat()
-        let result = fstatat(descriptor.rawValue, name, &raw, AT_SYMLINK_NOFOLLOW)
-        if result == 0 { return FileStatus(raw) }
-        if errno == ENOENT { return nil }
-        throw SystemCallError(call: "fstatat", path: pathOf(name), errno: errno)
+        do {
+            return try FileStatus.read(directory: descriptor.rawValue, path: name, flags: AT_SYMLINK_NOFOLLOW,
+                                       call: "fstatat", pathForErrors: pathOf(name))
+        } catch let failure as SystemCallError where failure.code == .noSuchFileOrDirectory {
+            return nil
+        }
     }
 
     /// Gives the file `from` a second name `to`; fails with EEXIST rather than replace.

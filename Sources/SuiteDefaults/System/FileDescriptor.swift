@@ -26,9 +26,7 @@ struct FileDescriptor: Hashable, Sendable {
     }
 
     func status(path: String? = nil) throws -> FileStatus {
-        var raw = stat()
-        _ = try retryingInterrupts("fstat", path: path) { fstat(rawValue, &raw) }
-        return FileStatus(raw)
+        try FileStatus.read(descriptor: rawValue, pathForErrors: path)
     }
 
     /// Reads up to `buffer.count` bytes at `offset`; fewer only at the end of the file.

@@ -1,3 +1,4 @@
+import CSuiteDefaults
 import Glibc
 
 /// The parts of `struct stat` the store looks at.
@@ -12,15 +13,33 @@ struct FileStatus: Equatable, Sendable {
     /// The disk space allocated to the file (st_blocks are 512-byte units).
     var allocatedBytes: Int
 
-    init(_ raw: stat) {
-        device = UInt64(raw.st_dev)
-        inode = UInt64(raw.st_ino)
-        mode = UInt32(raw.st_mode)
-        owner = UInt32(raw.st_uid)
-        group = UInt32(raw.st_gid)
-        size = Int(raw.st_size)
-        linkCount = Int(raw.st_nlink)
-        allocatedBytes = Int(raw.st_blocks) * 512
+    init(_ raw: sd_file_status) {
+        device = raw.device
+        inode = raw.inode
+        mode = raw.mode
+        owner = raw.owner
+        group = raw.group
+        size = Int(raw.size)
+        linkCount = Int(clamping: raw.link_count)
+        allocatedBytes = Int(raw.blocks) * 512
+    }
+
+    /// `fstatat(directory, path, flags)`. Every status call of the library comes here,
+    /// to `sd_read_file_status`, which asks for these fields and never the file's
+    /// times: on Linux 6.13 and later, a status call that reports them makes the next
+    /// write to the file update them at once, and a commit checks its data file just
+    /// before it appends to it.
+    static func read(directory: CInt, path: String, flags: CInt, call: String, pathForErrors: String?) throws -> FileStatus {
+        var raw = sd_file_status()
+        _ = try retryingInterrupts(call, path: pathForErrors) { sd_read_file_status(directory, path, flags, &raw) }
+        return FileStatus(raw)
+    }
+
+    /// `read(directory:path:flags:call:pathForErrors:)` of an open descriptor: fstat.
+    static func read(descriptor: CInt, pathForErrors: String?) throws -> FileStatus {
+        var raw = sd_file_status()
+        _ = try retryingInterrupts("fstat", path: pathForErrors) { sd_read_descriptor_status(descriptor, &raw) }
+        return FileStatus(raw)
     }
 
     var isRegularFile: Bool { mode & UInt32(S_IFMT) == UInt32(S_IFREG) }

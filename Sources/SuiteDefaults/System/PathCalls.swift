@@ -8,13 +8,8 @@ extension FileStatus {
     /// `lstat` (a symbolic link's own status). Throws `SystemCallError` (ENOENT when
     /// there is nothing).
     static func of(path: String, followingLinks: Bool) throws -> FileStatus {
-        var raw = stat()
-        if followingLinks {
-            _ = try retryingInterrupts("stat", path: path) { stat(path, &raw) }
-        } else {
-            _ = try retryingInterrupts("lstat", path: path) { lstat(path, &raw) }
-        }
-        return FileStatus(raw)
+        try FileStatus.read(directory: AT_FDCWD, path: path, flags: followingLinks ? 0 : AT_SYMLINK_NOFOLLOW,
+                            call: followingLinks ? "stat" : "lstat", pathForErrors: path)
     }
 }
 

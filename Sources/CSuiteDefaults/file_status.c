@@ -1,0 +1,70 @@
+#define _GNU_SOURCE
+#include "CSuiteDefaults.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+
+// What the library reads of a file's status, and only that: never its times. Since
+// Linux 6.13, on file systems with multigrain timestamps (ext4, xfs, btrfs, tmpfs), a
+// stat that reports a file's change time marks the time as seen, and the next write to
+// the file then stamps it with a fine-grained time and dirties its inode (on ext4, a
+// journal handle). A commit checks its data file just before it appends to it, so an
+// fstat there made every append pay that. statx asked for fewer fields does not.
+static const unsigned int sd_status_mask =
+    STATX_TYPE | STATX_MODE | STATX_NLINK | STATX_UID | STATX_GID | STATX_INO | STATX_SIZE | STATX_BLOCKS;
+
+// Set once statx is found missing (a kernel before 4.11, or a seccomp filter that
+// refuses it), after which every call is fstatat's.
+static int sd_statx_missing = 0;
+
+static void sd_status_from_stat(const struct stat *raw, sd_file_status *status) {
+    status->device = (uint64_t)raw->st_dev;
+    status->inode = (uint64_t)raw->st_ino;
+    status->mode = (uint32_t)raw->st_mode;
+    status->owner = (uint32_t)raw->st_uid;
+    status->group = (uint32_t)raw->st_gid;
+    status->size = (int64_t)raw->st_size;
+    status->link_count = (uint64_t)raw->st_nlink;
+    status->blocks = (int64_t)raw->st_blocks;
+}
+
+static int sd_status_by_fstatat(int directory, const char *path, int flags, sd_file_status *status) {
+    struct stat raw;
+    if (fstatat(directory, path, &raw, flags) != 0) return -1;
+    sd_status_from_stat(&raw, status);
+    return 0;
+}
+
+int sd_read_file_status(int directory, const char *path, int flags, sd_file_status *status) {
+    if (!__atomic_load_n(&sd_statx_missing, __ATOMIC_RELAXED)) {
+        struct statx raw;
+        if (statx(directory, path, flags, sd_status_mask, &raw) == 0) {
+            // A file system that leaves out a field asked for gets the full stat.
+            if ((raw.stx_mask & sd_status_mask) != sd_status_mask) {
+                return sd_status_by_fstatat(directory, path, flags, status);
+            }
+            status->device = (uint64_t)makedev(raw.stx_dev_major, raw.stx_dev_minor);
+            status->inode = raw.stx_ino;
+            status->mode = raw.stx_mode;
+            status->owner = raw.stx_uid;
+            status->group = raw.stx_gid;
+            status->size = (int64_t)raw.stx_size;
+            status->link_count = raw.stx_nlink;
+            status->blocks = (int64_t)raw.stx_blocks;
+            return 0;
+        }
+        if (errno != ENOSYS && errno != EPERM) return -1;
+        // EPERM is what a seccomp filter answers for a call it does not know; statx
+        // itself never answers it. Taken as missing only when fstatat then succeeds.
+        if (sd_status_by_fstatat(directory, path, flags, status) != 0) return -1;
+        __atomic_store_n(&sd_statx_missing, 1, __ATOMIC_RELAXED);
+        return 0;
+    }
+    return sd_status_by_fstatat(directory, path, flags, status);
+}
+
+int sd_read_descriptor_status(int descriptor, sd_file_status *status) {
+    return sd_read_file_status(descriptor, "", AT_EMPTY_PATH, status);
+}
