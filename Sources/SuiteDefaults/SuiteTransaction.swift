@@ -22,6 +22,9 @@ public final class SuiteTransaction: SuiteWritable {
     @exclusivity(unchecked) private var positions: [String: Int] = [:]
     private static let searchedWrites = 8
     @exclusivity(unchecked) private var clearsAll = false
+    /// The last key read from `base`, and its slot: a transaction that reads a key
+    /// and then writes it (an update) finds the key's place once, not twice.
+    @exclusivity(unchecked) private var lastRead: (key: String, slot: SuiteContents.Slot)?
     @exclusivity(unchecked) private var isOpen = true
 
     /// - Parameter writes: an empty list whose storage is used again (`recycledWrites()`).
@@ -65,7 +68,10 @@ public final class SuiteTransaction: SuiteWritable {
             if case .set(_, let value, _, _) = writes[position] { return value }
             return nil
         }
-        return clearsAll ? nil : base?[key]
+        guard !clearsAll, let base else { return nil }
+        let (value, slot) = base.valueAndSlot(forKey: key)
+        lastRead = (key, slot)
+        return value
     }
 
     public func registeredDefault(forKey key: String) -> SuiteValue? {
@@ -122,7 +128,9 @@ public final class SuiteTransaction: SuiteWritable {
         let base = self.base ?? SuiteContents()
         let clearsAll = self.clearsAll
         if writes.count == 1, !clearsAll, case .set(let key, let value, let size, let asDefault) = writes[0] {
-            let effect = base.effect(ofSetting: key, to: value, size: size, asDefault: asDefault)
+            // (`==` between strings is canonical equivalence, as the table's lookup is.)
+            let knownSlot = lastRead.flatMap { $0.key == key ? $0.slot : nil }
+            let effect = base.effect(ofSetting: key, to: value, size: size, asDefault: asDefault, knownSlot: knownSlot)
             return (effect.changes ? writes : [], effect.liveBytes, effect.slot)
         }
         /// Whether the write changes the key, and by how much it changes the live size

@@ -52,9 +52,47 @@ struct CommitPathTests {
         #expect(contents["a"] == 3 && contents["b"] == 2 && contents["k199"] == 199)
     }
 
+    /// An update that reads a key and then writes one uses the slot its read found
+    /// only for the same key (in any of its Unicode forms), and only when the write is
+    /// the transaction's one: each commits what a fresh lookup would.
+    @Test func anUpdateWritingTheKeyItReadUsesTheReadsSlotAndNoOther() throws {
+        let directory = TemporaryDirectory()
+        let suite = try Suite(named: "slots", directory: directory.url)
+        try suite.update { try $0.set(1, forKey: "café") }
+        // The same key, read in its decomposed form, written in its composed one.
+        try suite.update { try $0.set(($0.integer(forKey: "cafe\u{301}") ?? 0) + 1, forKey: "café") }
+        // A key read absent, then written: a new key.
+        try suite.update { try $0.set(($0.integer(forKey: "new") ?? 10) + 1, forKey: "new") }
+        // Read one key, write another: the written key's own slot.
+        try suite.update { try $0.set(($0.integer(forKey: "café") ?? 0) * 100, forKey: "other") }
+        // A write of the same value as read changes nothing and writes no record.
+        let before = try Self.records(directory, name: "slots").count
+        try suite.update { try $0.set($0.integer(forKey: "café") ?? 0, forKey: "café") }
+        #expect(try Self.records(directory, name: "slots").count == before)
+        // Read, write another key, then the one read: two writes, no slot.
+        try suite.update { transaction in
+            let value = transaction.integer(forKey: "café") ?? 0
+            try transaction.set(value, forKey: "second")
+            try transaction.set(value + 1, forKey: "café")
+        }
+        #expect(suite.storedValues() == ["café": 3, "new": 11, "other": 200, "second": 2])
+        #expect(try Suite(named: "slots", directory: directory.url).storedValues() == suite.storedValues(), "as the file says")
+        // Read, clear, write: nothing of the read's slot survives the clear.
+        try suite.update { transaction in
+            let value = transaction.integer(forKey: "new") ?? 0
+            try transaction.removeAll()
+            try transaction.set(value, forKey: "new")
+        }
+        #expect(suite.storedValues() == ["new": 11])
+        let reopened = try Suite(named: "slots", directory: directory.url, options: .init())
+        #expect(reopened.storedValues() == ["new": 11])
+        try suite.update { try $0.set(($0.integer(forKey: "new") ?? 0) + 1, forKey: "new") }
+        #expect(reopened.integer(forKey: "new") == 12)
+    }
+
     /// The records in the suite file after the first, oldest first.
-    static func records(_ directory: TemporaryDirectory) throws -> [Record] {
-        let bytes = try #require(directory.bytes(of: "reuse.suite"))
+    static func records(_ directory: TemporaryDirectory, name: String = "reuse") throws -> [Record] {
+        let bytes = try #require(directory.bytes(of: name + ".suite"))
         return try #require(StoreState.records(in: bytes, from: DataFileHeader.size, after: nil))
     }
 

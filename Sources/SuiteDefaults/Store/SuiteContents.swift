@@ -76,9 +76,19 @@ struct SuiteContents: Sendable {
         fileprivate let revision: UInt64
     }
 
-    /// `effect(of:)` for setting `key`, with the slot of the key.
-    func effect(ofSetting key: String, to value: SuiteValue, size: Int, asDefault: Bool) -> (changes: Bool, liveBytes: Int, slot: Slot) {
-        let slot = Slot(index: entries.index(forKey: key), revision: revision)
+    /// The value stored for `key`, and the key's slot, found in one lookup: for a
+    /// transaction that reads a key and then writes it.
+    func valueAndSlot(forKey key: String) -> (value: SuiteValue?, slot: Slot) {
+        let index = entries.index(forKey: key)
+        return (index.map { entries.values[$0].value }, Slot(index: index, revision: revision))
+    }
+
+    /// `effect(of:)` for setting `key`, with the slot of the key: `knownSlot` when it
+    /// is one of this table's (`valueAndSlot(forKey:)` found it for the same key), else
+    /// looked up.
+    func effect(ofSetting key: String, to value: SuiteValue, size: Int, asDefault: Bool,
+                knownSlot: Slot? = nil) -> (changes: Bool, liveBytes: Int, slot: Slot) {
+        let slot = knownSlot.flatMap { $0.revision == revision ? $0 : nil } ?? Slot(index: entries.index(forKey: key), revision: revision)
         let newSize = RecordFormat.size(ofSetting: key, valueSize: size)
         guard let index = slot.index else { return (true, liveBytes + newSize, slot) }
         let old = entries.values[index]
