@@ -10,6 +10,10 @@ struct BenchRow: Sendable {
     var note: String
     /// With --peers: SQLite's and LMDB's columns, in Peer.allCases order.
     var peers: [PeerColumn]? = nil
+    /// For set: the system calls of one of our commits and nothing else
+    /// (`Floor.commitSystemCalls`), the nearest to the floor a commit of this design
+    /// can come.
+    var systemCalls: Figure? = nil
     /// For a row that starts a program of ours (spawn_to_first_read, widget_memory): the same program
     /// built as the docs recommend for widgets (Scripts/build-widget-static), or why
     /// there is no figure (not built).
@@ -113,6 +117,9 @@ struct BenchRow: Sendable {
             "floor_median_us": number(floor?.median), "floor_p99_us": number(floor?.p99),
             "note": note,
         ]
+        if let systemCalls {
+            object["system_calls_median_us"] = number(systemCalls.median)
+        }
         if let oursStatic {
             object["ours_static"] = ["median_us": number(oursStatic.figure?.median), "p99_us": number(oursStatic.figure?.p99),
                                      "note": oursStatic.note] as [String: Any]

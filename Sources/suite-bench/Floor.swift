@@ -20,6 +20,33 @@ enum Floor {
         }
     }
 
+    /// The system calls of one of our commits, and nothing else: the exclusive `flock`
+    /// (not waited for), the status of the lock file and of the data file (asked as the
+    /// library asks), a 100-byte `pwrite` at the data file's end, unlock. What a set
+    /// costs beyond them is the library's own work.
+    static func commitSystemCalls(_ count: Int, in directory: URL) -> Samples {
+        let lockPath = directory.appendingPathComponent("floor.commit.lock").path
+        let dataPath = directory.appendingPathComponent("floor.commit.data").path
+        let lock = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        let data = open(dataPath, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        defer { close(lock); close(data); unlink(lockPath); unlink(dataPath) }
+        let record = [UInt8](repeating: 0x61, count: 100)
+        var end = 0
+        var status = sd_file_status()
+        return measureEach(count, warmUp: 100) { index in
+            flock(lock, LOCK_EX | LOCK_NB)
+            sd_read_descriptor_status(lock, &status)
+            sd_read_descriptor_status(data, &status)
+            _ = record.withUnsafeBytes { pwrite(data, $0.baseAddress, $0.count, off_t(end)) }
+            end += record.count
+            flock(lock, LOCK_UN)
+            if index % 10_000 == 9_999 {
+                ftruncate(data, 0)
+                end = 0
+            }
+        }
+    }
+
     /// One process's share of the contended floor: `count` times, the blocking
     /// `flock`, a read of the 8-byte counter, its increment written back, unlock. The
     /// least an atomic increment across processes under `flock` costs, hand-over

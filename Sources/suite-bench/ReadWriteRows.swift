@@ -17,8 +17,10 @@ extension Bench {
             defaults.synchronize()
         }
         let floor = Floor.appendUnderLock(options.samples(20_000, quick: 2_000), in: root)
+        let systemCalls = Floor.commitSystemCalls(options.samples(20_000, quick: 2_000), in: root)
         return BenchRow(name: "set", ours: .init(ours)!, foundation: .init(foundation), floor: .init(floor),
-                        note: "set(_:forKey:) on a 100-key suite; Foundation: set + synchronize(); floor: flock + 100-byte append + unlock")
+                        note: "set(_:forKey:) on a 100-key suite; Foundation: set + synchronize(); floor: flock + 100-byte append + unlock; our commit's five system calls alone (flock, the status of two files, pwrite, unlock): \(Report.format(systemCalls.median, unit: "µs"))",
+                        systemCalls: .init(systemCalls))
     }
 
     /// A read that is fresh across processes, and Foundation's two kinds of read.

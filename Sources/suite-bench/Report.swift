@@ -140,7 +140,12 @@ enum Report {
                             row.ours.median <= peer))
         }
         if let set = row("set") {
-            targets.append(("set within 1.6× of the flock + append floor (\(String(format: "%.1f×", set.floorRatio ?? 0)))",
+            // How near the floor this design can come at all: its commit's system calls.
+            var calls = ""
+            if let system = set.systemCalls?.median, let floor = set.floor?.median, floor > 0 {
+                calls = String(format: "; our commit's system calls alone %.2f×", system / floor)
+            }
+            targets.append(("set within 1.6× of the flock + append floor (\(String(format: "%.1f×", set.floorRatio ?? 0))\(calls))",
                             (set.floorRatio ?? .infinity) <= 1.6))
         }
         if let contended = row("update_contended"), let peer = lmdb(contended) {

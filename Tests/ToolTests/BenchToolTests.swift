@@ -35,6 +35,11 @@ struct BenchToolTests {
             #expect(row["ours_median_us"] is Double || row["ours_median_us"] is Int || Self.etcdMissing(row), "\(row["name"] ?? "")")
             #expect(row["peers"] == nil, "without --peers the report is as it was")
         }
+        // The set row says what our commit's system calls alone cost, the nearest to the
+        // floor this design can come.
+        let set = try #require(rows.first { $0["name"] as? String == "set" })
+        #expect((set["system_calls_median_us"] as? Double).map { $0 > 0 } == true, "\(set)")
+        #expect((set["note"] as? String)?.contains("five system calls") == true)
         let contended = rows.first { $0["name"] as? String == "update_contended" }
         #expect((contended?["note"] as? String)?.contains("(exact)") == true)
         #expect((contended?["note"] as? String)?.contains("commits per second") == true)
