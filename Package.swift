@@ -26,8 +26,8 @@ let package = Package(
         .executable(name: "suite-sync", targets: ["suite-sync"]),
     ],
     targets: [
-        // The few things Swift cannot reach directly: atomics on shared memory and
-        // the hardware CRC-32C instruction.
+        // The few things Swift cannot reach directly: atomics on shared memory, the
+        // hardware CRC-32C instruction, and statx.
         .target(name: "CSuiteDefaults"),
 
         // The store and its observation.
