@@ -4,7 +4,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/sysmacros.h>
+#include <unistd.h>
 
 // What the library reads of a file's status, and only that: never its times. Since
 // Linux 6.13, on file systems with multigrain timestamps (ext4, xfs, btrfs, tmpfs), a
@@ -40,7 +42,9 @@ static int sd_status_by_fstatat(int directory, const char *path, int flags, sd_f
 int sd_read_file_status(int directory, const char *path, int flags, sd_file_status *status) {
     if (!__atomic_load_n(&sd_statx_missing, __ATOMIC_RELAXED)) {
         struct statx raw;
-        if (statx(directory, path, flags, sd_status_mask, &raw) == 0) {
+        // The system call itself, not glibc's statx: a glibc built for kernels before
+        // statx answers its ENOSYS with its own fstatat, which asks for the times.
+        if (syscall(SYS_statx, directory, path, flags, sd_status_mask, &raw) == 0) {
             // A file system that leaves out a field asked for gets the full stat.
             if ((raw.stx_mask & sd_status_mask) != sd_status_mask) {
                 return sd_status_by_fstatat(directory, path, flags, status);
