@@ -293,7 +293,7 @@ struct HostileRoundSevenTests {
         let paths: [(String, Bool)] = [
             (file, true), (file, false), (fifo, false), (socketPath, false), (linkPath, false), (linkPath, true), (dangling, false),
             (sub, true), (hard, true), (base + "/" + longName, true), (foreign, true), (sparse, true), (shm, true),
-            ("/dev/shm", true), ("/dev/null", true), ("/dev/zero", false), ("/proc/self/status", true), ("/proc/self", false),
+            ("/dev/shm", true), ("/dev/null", true), ("/dev/zero", false), ("/proc/self/status", true), ("/proc/self/stat", true), ("/proc/self", false),
             ("/proc/self", true), ("/proc/self/fd/0", false), ("/proc/self/ns/mnt", true), ("/sys/kernel", true), ("/", true),
             ("/proc/sys/kernel/random/boot_id", true), ("/proc/locks", true),
         ]
@@ -356,7 +356,8 @@ struct HostileRoundSevenTests {
         close(pair[1])
         let pathOnly: CInt = 0o10000000 // O_PATH, which Glibc's module leaves out
         descriptors += [(inotify_init1(CInt(IN_CLOEXEC)), "inotify")]
-        descriptors += [(open(base + "/file", pathOnly | O_CLOEXEC), "O_PATH file"),
+        descriptors += [(open(base + "/file", O_RDONLY | O_CLOEXEC), "file"),
+                        (open(base + "/file", pathOnly | O_CLOEXEC), "O_PATH file"),
                         (open(base + "/link", pathOnly | O_NOFOLLOW | O_CLOEXEC), "O_PATH link"),
                         (open(base, O_RDONLY | O_DIRECTORY | O_CLOEXEC), "directory"),
                         (open("/dev/null", O_RDWR | O_CLOEXEC), "/dev/null"),

@@ -107,43 +107,6 @@ struct SystemLayerTests {
         #expect(try FileDescriptor.readContents(ofPath: file, limit: 2) == [1, 2])
     }
 
-    /// The status calls (through statx, asking for fewer fields) say what glibc's stat
-    /// says, the device in glibc's encoding, which /proc/locks is matched against.
-    @Test func statusCallsAgreeWithGlibcsStat() throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("system-layer-\(UUID())")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let file = directory.appendingPathComponent("file").path, fifo = directory.appendingPathComponent("fifo").path
-        let link = directory.appendingPathComponent("link").path
-        #expect(FileManager.default.createFile(atPath: file, contents: Data(repeating: 7, count: 5000)))
-        #expect(mkfifo(fifo, 0o600) == 0)
-        try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: file)
-        func expectAgreement(_ ours: FileStatus, _ raw: stat, _ what: String) {
-            #expect(ours.device == UInt64(raw.st_dev) && ours.inode == UInt64(raw.st_ino), "\(what)")
-            #expect(ours.mode == UInt32(raw.st_mode) && ours.owner == raw.st_uid && ours.group == raw.st_gid, "\(what)")
-            #expect(ours.size == Int(raw.st_size) && ours.linkCount == Int(raw.st_nlink), "\(what)")
-            #expect(ours.allocatedBytes == Int(raw.st_blocks) * 512, "\(what)")
-        }
-        for (path, follows) in [(file, true), (fifo, false), (link, false), (link, true), (directory.path, true), ("/proc/self/stat", true)] {
-            var raw = stat()
-            #expect((follows ? stat(path, &raw) : lstat(path, &raw)) == 0)
-            expectAgreement(try FileStatus.of(path: path, followingLinks: follows), raw, path)
-        }
-        let handle = try DirectoryHandle.open(path: directory.path)
-        for name in ["file", "fifo", "link"] {
-            var raw = stat()
-            #expect(lstat(directory.appendingPathComponent(name).path, &raw) == 0)
-            expectAgreement(try #require(try handle.status(of: name)), raw, name)
-        }
-        #expect(try handle.status(of: "missing") == nil)
-        let descriptor = try FileDescriptor.open(file, in: nil, flags: O_RDONLY, pathForErrors: file)
-        defer { descriptor.close() }
-        var raw = stat()
-        #expect(fstat(descriptor.rawValue, &raw) == 0)
-        expectAgreement(try descriptor.status(), raw, "descriptor")
-        #expect(throws: SystemCallError.self) { try FileStatus.of(path: directory.appendingPathComponent("missing").path, followingLinks: true) }
-    }
-
     /// A commit checks its data file just before appending to it. On Linux 6.13 and
     /// later (multigrain timestamps: ext4, xfs, btrfs, tmpfs), a status call that reports
     /// a file's change time makes the next write stamp the file with a fine-grained time
