@@ -51,6 +51,10 @@ struct Bench: Sendable {
     static func write(_ index: Int) -> (key: String, value: String) {
         (keys[index % keys.count], values[(index / keys.count) % values.count])
     }
+    /// How far a turn's warm-up writes are from its timed ones: half the cycle of
+    /// values, so that a warm-up write never leaves a key with the value the next
+    /// timed write of it brings (which would make that write change nothing).
+    static let warmUpShift = keys.count * values.count / 2
 }
 
 extension ChildProcess {

@@ -19,30 +19,42 @@ extension Bench {
     }
 
     /// Four processes incrementing one counter at once: commits per second, and the
-    /// count checked at the end.
+    /// count checked at the end. Ours, the floor and the peers take turns (`Turns`),
+    /// each turn four new processes; a figure is all its commits over all its turns' time.
     func contendedUpdateRow() throws -> (BenchRow, verified: Bool) {
-        func run(_ role: String, _ name: String, _ each: Int) throws -> (perSecond: Double, final: Int) {
-            let seconds = try contend(role, suite: name, each: each)
-            // UserDefaults answers from its cache until synchronize() reads the file again.
-            let defaults = role == "contend" ? nil : UserDefaults(suiteName: name)
-            defaults?.synchronize()
-            let final = role == "contend" ? (try Suite(named: name, directory: root).integer(forKey: "counter") ?? 0)
-                : defaults?.integer(forKey: "counter") ?? 0
-            return (Double(4 * each) / seconds, final)
-        }
         let each = options.samples(20_000, quick: 1_000), foundationEach = options.samples(300, quick: 30)
         _ = try suite("contended", keys: 0)
-        let ours = try run("contend", "contended", each)
+        let peers = try contendedPeerTurns()
+        var turns = Turns()
+        turns.add(.ours) { Samples([try contend("contend", suite: "contended", each: $0.count)]) }
+        turns.add(.floor) { Samples([try contend("floor-contend", suite: "floor.contend", each: $0.count)]) }
+        for peer in peers { turns.add(.peer(peer.peer), peer.measure) }
+        let seconds = try turns.run(each)
+        func perSecond(_ contender: Turns.Contender) -> Double {
+            Double(4 * each) / (seconds[contender]?.values.reduce(0, +) ?? .infinity)
+        }
+        let ours = try Suite(named: "contended", directory: root).integer(forKey: "counter") ?? 0
+        let floorFinal = Floor.counter(at: root.appendingPathComponent("floor.contend").path)
+        // Foundation's commits are a thousand times as slow; it does not take turns.
         UserDefaults(suiteName: "fd-contended")?.set(0, forKey: "counter")
         UserDefaults(suiteName: "fd-contended")?.synchronize()
-        let foundation = try run("fd-contend", "fd-contended", foundationEach)
-        let floorSeconds = try contend("floor-contend", suite: "floor.contend", each: each)
-        let floorFinal = Floor.counter(at: root.appendingPathComponent("floor.contend").path)
-        let verified = ours.final == 4 * each && floorFinal == UInt64(4 * each)
-        let row = BenchRow(name: "update_contended", ours: .init(median: ours.perSecond, p99: nil),
-                           foundation: .init(median: foundation.perSecond, p99: nil),
-                           floor: .init(median: Double(4 * each) / floorSeconds, p99: nil),
-                           note: "commits per second (not µs) across 4 processes; ours ended at \(ours.final) of \(4 * each) (\(verified ? "exact" : "WRONG")), Foundation at \(foundation.final) of \(4 * foundationEach); floor: 4 processes each taking the blocking flock, reading an 8-byte counter, writing it back plus one, unlocking (it ended at \(floorFinal))")
+        let foundationSeconds = try contend("fd-contend", suite: "fd-contended", each: foundationEach)
+        // UserDefaults answers from its cache until synchronize() reads the file again.
+        let defaults = UserDefaults(suiteName: "fd-contended")
+        defaults?.synchronize()
+        let foundationFinal = defaults?.integer(forKey: "counter") ?? 0
+        var verified = ours == 4 * each && floorFinal == UInt64(4 * each)
+        var row = BenchRow(name: "update_contended", ours: .init(median: perSecond(.ours), p99: nil),
+                           foundation: .init(median: Double(4 * foundationEach) / foundationSeconds, p99: nil),
+                           floor: .init(median: perSecond(.floor), p99: nil),
+                           note: "commits per second (not µs) across 4 processes, in \(Turns.rounds) turns; ours ended at \(ours) of \(4 * each) (\(verified ? "exact" : "WRONG")), Foundation at \(foundationFinal) of \(4 * foundationEach); floor: 4 processes each taking the blocking flock, reading an 8-byte counter, writing it back plus one, unlocking (it ended at \(floorFinal))")
+        if options.peers {
+            row.peers = try peers.map { peer in
+                let (column, exact) = try contendedPeerColumn(peer, seconds: seconds[.peer(peer.peer)], each: each)
+                if !exact { verified = false }
+                return column
+            }
+        }
         return (row, verified)
     }
 

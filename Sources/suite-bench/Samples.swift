@@ -28,24 +28,23 @@ struct Samples: Sendable {
     var maximum: Double? { values.max() }
 }
 
-/// Times each call of `body` on its own.
+/// Times each call of `body` on its own, after `warmUp` calls that are not timed.
 func measureEach(_ count: Int, warmUp: Int = 0, _ body: (Int) throws -> Void) rethrows -> Samples {
     for index in 0..<warmUp { try body(index) }
-    var samples = Samples()
-    for index in 0..<count {
-        let start = monotonicNanoseconds()
-        try body(index)
-        samples.add(Double(monotonicNanoseconds() - start) / 1_000)
-    }
-    return samples
+    return try measureEach(0..<count, warmUp: 0, body)
 }
 
 /// Times batches of `batch` calls and keeps the time per call of each batch: for
 /// operations so short that reading the clock around each would dominate.
 func measureBatches(_ batches: Int, of batch: Int, _ body: (Int) -> Void) -> Samples {
+    measureBatches(0..<batches, of: batch, body)
+}
+
+/// `measureBatches` of the batches numbered `batches`, after one batch that is not timed.
+func measureBatches(_ batches: Range<Int>, of batch: Int, _ body: (Int) -> Void) -> Samples {
     for index in 0..<batch { body(index) }
     var samples = Samples()
-    for round in 0..<batches {
+    for round in batches {
         let start = monotonicNanoseconds()
         for index in 0..<batch { body(round &* batch &+ index) }
         samples.add(Double(monotonicNanoseconds() - start) / 1_000 / Double(batch))

@@ -48,43 +48,7 @@ extension Bench {
         func column(_ samples: Samples, _ note: String) -> (BenchRow.PeerColumn, exact: Bool) {
             (.init(peer: peer, figure: .init(samples), note: note), true)
         }
-        let write = peer == .sqlite ? "INSERT OR REPLACE, committed on its own" : "a write transaction with one mdb_put"
         switch row.name {
-        case "set":
-            let store = try peerStore(peer, "set", keys: 100)
-            let samples = try measureEach(options.samples(20_000, quick: 2_000), warmUp: 500) { index in
-                let (key, value) = Bench.write(index)
-                try store.set(value, forKey: key)
-            }
-            return column(samples, "one write on a 100-key store: \(write)")
-        case "get":
-            let store = try peerStore(peer, "get", keys: 100)
-            var found = 0
-            let samples = measureBatches(options.samples(400, quick: 40), of: 1_000) { index in
-                if (try? store.string(forKey: Bench.keys[index % 100])) != nil { found += 1 }
-            }
-            guard found > 0 else { throw PeerError("\(peer.title) found no key") }
-            let read = peer == .sqlite ? "a SELECT on a prepared statement, outside a transaction"
-                : "mdb_get in a read transaction (mdb_txn_renew ... mdb_txn_reset)"
-            return column(samples, "\(read), the value copied into a String (per call, timed in batches of 1,000)")
-        case "writes100":
-            let store = try peerStore(peer, "writes100", keys: 100)
-            var samples = Samples()
-            for round in 0..<options.samples(200, quick: 20) {
-                let start = monotonicNanoseconds()
-                for index in 0..<100 {
-                    let (key, value) = Bench.write(round * 100 + index)
-                    try store.set(value, forKey: key)
-                }
-                samples.add(Double(monotonicNanoseconds() - start) / 1_000)
-            }
-            return column(samples, "100 writes in a row, each \(write)")
-        case "update":
-            let store = try peerStore(peer, "update", keys: 100)
-            let samples = try measureEach(options.samples(20_000, quick: 2_000), warmUp: 500) { _ in try store.increment("counter") }
-            return column(samples, incrementNote(peer))
-        case "update_contended":
-            return try contended(peer)
         case "scale_10", "scale_1000", "scale_10000", "scale_1mib_value":
             let keys = ["scale_10": 10, "scale_1000": 1_000, "scale_10000": 10_000][row.name] ?? 100
             let store = try peerStore(peer, row.name, keys: keys)
@@ -113,6 +77,62 @@ extension Bench {
         }
     }
 
+    /// A peer's share of a row measured in turns with ours (`Turns`): what it does,
+    /// and how it measures the samples of the indices it is given.
+    struct PeerTurn {
+        let peer: Peer
+        let note: String
+        let measure: (Range<Int>) throws -> Samples
+    }
+
+    /// With --peers, each installed peer's turn at the hot-path row `row` (set, get,
+    /// writes100, update); none without.
+    func peerTurns(_ row: String) throws -> [PeerTurn] {
+        guard options.peers else { return [] }
+        return try Peer.allCases.filter(\.isInstalled).map { peer in
+            let store = try peerStore(peer, row, keys: 100)
+            let write = peer == .sqlite ? "INSERT OR REPLACE, committed on its own" : "a write transaction with one mdb_put"
+            switch row {
+            case "set":
+                return PeerTurn(peer: peer, note: "one write on a 100-key store: \(write)") { indices in
+                    try measureEach(indices, warmUp: 100) { index in
+                        let (key, value) = Bench.write(index)
+                        try store.set(value, forKey: key)
+                    }
+                }
+            case "get":
+                let read = peer == .sqlite ? "a SELECT on a prepared statement, outside a transaction"
+                    : "mdb_get in a read transaction (mdb_txn_renew ... mdb_txn_reset)"
+                return PeerTurn(peer: peer, note: "\(read), the value copied into a String (per call, timed in batches of 1,000)") { batches in
+                    var found = 0
+                    let samples = measureBatches(batches, of: 1_000) { index in
+                        if (try? store.string(forKey: Bench.keys[index % 100])) != nil { found += 1 }
+                    }
+                    guard found > 0 else { throw PeerError("\(peer.title) found no key") }
+                    return samples
+                }
+            case "writes100":
+                return PeerTurn(peer: peer, note: "100 writes in a row, each \(write)") { rounds in
+                    try measureWrites100(rounds) { key, value in try store.set(value, forKey: key) }
+                }
+            case "update":
+                return PeerTurn(peer: peer, note: incrementNote(peer)) { indices in
+                    try measureEach(indices, warmUp: 100) { _ in try store.increment("counter") }
+                }
+            default:
+                throw PeerError("no turns for \(row)")
+            }
+        }
+    }
+
+    /// The columns of the peers that took `turns`, from the samples of the run.
+    func peerColumns(_ turns: [PeerTurn], _ samples: [Turns.Contender: Samples]) -> [BenchRow.PeerColumn]? {
+        guard options.peers else { return nil }
+        return turns.map { turn in
+            BenchRow.PeerColumn(peer: turn.peer, figure: samples[.peer(turn.peer)].flatMap(BenchRow.Figure.init), note: turn.note)
+        }
+    }
+
     private func incrementNote(_ peer: Peer) -> String {
         peer == .sqlite ? "BEGIN IMMEDIATE, SELECT, INSERT OR REPLACE, COMMIT" : "mdb_get and mdb_put in one write transaction"
     }
@@ -124,15 +144,28 @@ extension Bench {
         return store
     }
 
-    /// Four processes incrementing one counter, each read and write in one transaction.
-    private func contended(_ peer: Peer) throws -> (BenchRow.PeerColumn, exact: Bool) {
-        let each = options.samples(20_000, quick: 1_000)
-        try peerStore(peer, "contended", keys: 0).set(0, forKey: "counter")
-        let seconds = try contend("\(peer.rawValue)-contend", suite: "contended", each: each)
+    /// With --peers, each installed peer's turn at update_contended: four processes
+    /// incrementing one counter, each read and write in one transaction; a turn's
+    /// sample is the seconds it took.
+    func contendedPeerTurns() throws -> [PeerTurn] {
+        guard options.peers else { return [] }
+        return try Peer.allCases.filter(\.isInstalled).map { peer in
+            try peerStore(peer, "contended", keys: 0).set(0, forKey: "counter")
+            return PeerTurn(peer: peer, note: incrementNote(peer)) { part in
+                Samples([try contend("\(peer.rawValue)-contend", suite: "contended", each: part.count)])
+            }
+        }
+    }
+
+    /// The column of a peer that took turns at update_contended, with its counter
+    /// checked: `each` increments per process in all.
+    func contendedPeerColumn(_ turn: PeerTurn, seconds: Samples?, each: Int) throws -> (BenchRow.PeerColumn, exact: Bool) {
+        let peer = turn.peer
         let final = try peer.open(peer.path("contended", in: root)).integer(forKey: "counter") ?? 0
         let exact = final == 4 * each
-        return (.init(peer: peer, figure: .init(median: Double(4 * each) / seconds, p99: nil),
-                      note: "commits per second across 4 processes, each \(incrementNote(peer)); ended at \(final) of \(4 * each) (\(exact ? "exact" : "WRONG"))"),
+        let total = seconds?.values.reduce(0, +) ?? 0
+        return (.init(peer: peer, figure: total > 0 ? .init(median: Double(4 * each) / total, p99: nil) : nil,
+                      note: "commits per second across 4 processes, each \(turn.note); ended at \(final) of \(4 * each) (\(exact ? "exact" : "WRONG"))"),
                 exact)
     }
 
