@@ -14,11 +14,16 @@ public final class SuiteTransaction: SuiteWritable {
     /// The committed state at the start; released when the transaction ends, so that
     /// applying the commit does not copy it.
     @exclusivity(unchecked) private var base: SuiteContents?
-    /// The last write to each key, in the order keys were first written.
+    /// The write of a transaction that writes one key, the usual one, kept here rather
+    /// than in a list that each update would make and free; nil in a transaction that
+    /// wrote more keys (`writes`) or none.
+    @exclusivity(unchecked) private var onlyWrite: Operation?
+    /// The last write to each key, in the order keys were first written, once a
+    /// second key is written; empty before.
     @exclusivity(unchecked) private var writes: [Operation] = []
     /// Where each key's write is in `writes`, once there are more than
-    /// `searchedWrites`: a short list is searched, which saves making a table for the
-    /// usual transaction of a key or two.
+    /// `searchedWrites`: a short list is searched, which saves making a table for a
+    /// transaction of a few keys.
     @exclusivity(unchecked) private var positions: [String: Int] = [:]
     private static let searchedWrites = 8
     @exclusivity(unchecked) private var clearsAll = false
@@ -27,35 +32,25 @@ public final class SuiteTransaction: SuiteWritable {
     @exclusivity(unchecked) private var lastRead: (key: String, slot: SuiteContents.Slot)?
     @exclusivity(unchecked) private var isOpen = true
 
-    /// - Parameter writes: an empty list whose storage is used again (`recycledWrites()`).
-    init(suite: String, base: SuiteContents, defaults: RegisteredDefaults, maximumValueSize: Int, writes: [Operation] = []) {
+    init(suite: String, base: SuiteContents, defaults: RegisteredDefaults, maximumValueSize: Int) {
         self.suite = suite
         self.base = base
         self.defaults = defaults
         self.maximumValueSize = maximumValueSize
-        precondition(writes.isEmpty, "A transaction starts with no writes.")
-        self.writes = writes
     }
-
-    /// Takes the list of writes of this ended transaction, emptied, for the next
-    /// transaction's: that saves every update making its list anew. Nil when the list
-    /// grew large (it is not kept) or the transaction is open.
-    func recycledWrites() -> [Operation]? {
-        guard !isOpen, writes.capacity <= Self.recycledCapacity else { return nil }
-        var taken: [Operation] = []
-        swap(&taken, &writes)
-        taken.removeAllKeepingStorage()
-        return taken
-    }
-
-    private static let recycledCapacity = 64
 
     private func checkOpen() {
         precondition(isOpen, "A SuiteTransaction was used after its update block returned.")
     }
 
-    /// Where the write to `key` is in `writes`, if it was written. (`==` between
+    /// The write to `key` in this transaction, if it was written. (`==` between
     /// strings is canonical equivalence, as a table's lookup is.)
+    private func write(of key: String) -> Operation? {
+        guard !writes.isEmpty else { return onlyWrite.flatMap { $0.key == key ? $0 : nil } }
+        return position(of: key).map { writes[$0] }
+    }
+
+    /// Where the write to `key` is in `writes`, if it was written.
     private func position(of key: String) -> Int? {
         guard writes.count > Self.searchedWrites else { return writes.firstIndex { $0.key == key } }
         return positions[key]
@@ -64,8 +59,9 @@ public final class SuiteTransaction: SuiteWritable {
     /// The value committed or written in this transaction; registered defaults aside.
     public func storedValue(forKey key: String) -> SuiteValue? {
         checkOpen()
-        if let position = position(of: key) {
-            if case .set(_, let value, _, _) = writes[position] { return value }
+        // (A read before any write, the usual update's, skips looking for one.)
+        if onlyWrite != nil || !writes.isEmpty, let write = write(of: key) {
+            if case .set(_, let value, _, _) = write { return value }
             return nil
         }
         guard !clearsAll, let base else { return nil }
@@ -95,6 +91,16 @@ public final class SuiteTransaction: SuiteWritable {
             operation = .set(key: key, value: value, size: size, asDefault: true)
         }
         let key = operation.key!
+        guard !writes.isEmpty else {
+            // One key so far (or none): it stays the only write, or both go to the list.
+            guard let first = onlyWrite, first.key != key else {
+                onlyWrite = operation
+                return
+            }
+            writes = [first, operation]
+            onlyWrite = nil
+            return
+        }
         if let position = position(of: key) {
             writes[position] = operation
             return
@@ -112,27 +118,48 @@ public final class SuiteTransaction: SuiteWritable {
     /// Stages the removal of every key; it commits with the transaction.
     public func removeAll() throws {
         checkOpen()
+        onlyWrite = nil
         writes = []
         positions = [:]
         clearsAll = true
     }
 
-    /// Ends the transaction and returns what it changed: one operation per key whose
-    /// value differs from the committed state, after a `removeAll` if there was one;
-    /// and the live size of the suite after them, found in the same lookup of each key.
-    /// For a single set, the usual transaction, also the slot of its key, which the
-    /// commit stores at without looking the key up again.
-    func finish() -> (operations: [Operation], liveBytesAfter: Int, slot: SuiteContents.Slot?) {
+    /// What a transaction commits.
+    enum Commit {
+        /// One set that changes its key, with the slot of the key, where the commit
+        /// stores it without looking the key up again: the usual update.
+        case set(key: String, value: SuiteValue, size: Int, asDefault: Bool, slot: SuiteContents.Slot, liveBytesAfter: Int)
+        /// One operation per key whose value differs from the committed state, after a
+        /// `removeAll` if there was one (none when nothing changes).
+        case operations([Operation], liveBytesAfter: Int)
+
+        /// Whether it writes anything.
+        var isEmpty: Bool {
+            guard case .operations(let operations, _) = self else { return false }
+            return operations.isEmpty
+        }
+    }
+
+    /// Ends the transaction and returns what it changed, and the live size of the
+    /// suite after it, found in the same lookup of each key.
+    func finish() -> Commit {
         isOpen = false
         defer { base = nil }
         let base = self.base ?? SuiteContents()
         let clearsAll = self.clearsAll
-        if writes.count == 1, !clearsAll, case .set(let key, let value, let size, let asDefault) = writes[0] {
-            // (`==` between strings is canonical equivalence, as the table's lookup is.)
-            let knownSlot = lastRead.flatMap { $0.key == key ? $0.slot : nil }
-            let effect = base.effect(ofSetting: key, to: value, size: size, asDefault: asDefault, knownSlot: knownSlot)
-            return (effect.changes ? writes : [], effect.liveBytes, effect.slot)
+        // Taken, not copied: the transaction keeps nothing of it once ended.
+        let only = onlyWrite.take()
+        if writes.isEmpty, !clearsAll {
+            guard let only else { return .operations([], liveBytesAfter: base.liveBytes) }
+            if case .set(let key, let value, let size, let asDefault) = only {
+                // (`==` between strings is canonical equivalence, as the table's lookup is.)
+                let knownSlot = lastRead.flatMap { $0.key == key ? $0.slot : nil }
+                let effect = base.effect(ofSetting: key, to: value, size: size, asDefault: asDefault, knownSlot: knownSlot)
+                guard effect.changes else { return .operations([], liveBytesAfter: effect.liveBytes) }
+                return .set(key: key, value: value, size: size, asDefault: asDefault, slot: effect.slot, liveBytesAfter: effect.liveBytes)
+            }
         }
+        let writes = self.writes.isEmpty ? (only.map { [$0] } ?? []) : self.writes
         /// Whether the write changes the key, and by how much it changes the live size
         /// (each key is written once in `writes`, so the growths add up).
         func effect(of operation: Operation) -> (changes: Bool, growth: Int) {
@@ -154,7 +181,7 @@ public final class SuiteTransaction: SuiteWritable {
         // Usually every write changes something: the list goes on as it is.
         var operations = allChange ? writes : writes.filter { effect(of: $0).changes }
         if clearsAll && base.count > 0 { operations.insert(.removeAll, at: 0) }
-        return (operations, liveBytes, nil)
+        return .operations(operations, liveBytesAfter: liveBytes)
     }
 
     /// Ends the transaction without committing anything.

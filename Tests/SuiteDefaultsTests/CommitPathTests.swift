@@ -4,8 +4,8 @@ import TestSupport
 @testable import SuiteDefaults
 
 /// The short paths of the most common commits: a single set stored at the slot its
-/// first lookup found, and an update's transaction object used again.
-@Suite("The single set and the reused transaction commit what the long path does")
+/// first lookup found, and an update's one write kept outside any list.
+@Suite("The single set and the one-write transaction commit what the long path does")
 struct CommitPathTests {
     static func set(_ key: String, _ value: SuiteValue) throws -> SuiteDefaults.Operation {
         .set(key: key, value: value, size: try ValueEncoding.measure(value))
@@ -96,7 +96,7 @@ struct CommitPathTests {
         return try #require(StoreState.records(in: bytes, from: DataFileHeader.size, after: nil))
     }
 
-    @Test func aReusedTransactionStartsEmpty() throws {
+    @Test func eachTransactionStartsEmpty() throws {
         let directory = TemporaryDirectory()
         let suite = try Suite(named: "reuse", directory: directory.url)
         try suite.update { try $0.set(1, forKey: "a") }
@@ -121,7 +121,7 @@ struct CommitPathTests {
         #expect(suite.storedValues() == ["e": 5, "f": 6, "g": 7], "a removal of everything does not carry over")
     }
 
-    @Test func aTransactionKeptByItsBlockIsNotReused() throws {
+    @Test func aTransactionKeptByItsBlockIsNotUsedAgain() throws {
         let directory = TemporaryDirectory()
         let suite = try Suite(named: "reuse", directory: directory.url)
         var kept: SuiteTransaction?
@@ -143,5 +143,39 @@ struct CommitPathTests {
             #expect(transaction.storedValue(forKey: "b") == 2)
         }
         #expect(third !== kept)
+    }
+
+    /// A transaction's first write is kept on its own, and moves into the list with
+    /// the second key: reads inside the block, and the record, see every write, each
+    /// key once, in the order keys were first written, with its last value.
+    @Test func writesMovingFromTheOneWriteToTheListKeepTheirOrderAndLastValues() throws {
+        let directory = TemporaryDirectory()
+        let suite = try Suite(named: "reuse", directory: directory.url)
+        try suite.update { transaction in
+            try transaction.set(1, forKey: "a")
+            try transaction.set(2, forKey: "a")
+            #expect(transaction.integer(forKey: "a") == 2)
+            try transaction.set(3, forKey: "b")
+            #expect(transaction.integer(forKey: "a") == 2 && transaction.integer(forKey: "b") == 3)
+            try transaction.set(4, forKey: "a")
+            try transaction.setValue(nil, forKey: "b")
+            #expect(transaction.integer(forKey: "a") == 4 && transaction.storedValue(forKey: "b") == nil)
+            for index in 0..<12 { try transaction.set(index, forKey: "k\(index)") }
+            try transaction.set(5, forKey: "a")
+            #expect(transaction.integer(forKey: "a") == 5 && transaction.integer(forKey: "k11") == 11)
+        }
+        #expect(try Self.records(directory).last?.operations
+                == [try Self.set("a", 5)] + (0..<12).map { try! Self.set("k\($0)", .integer($0)) },
+                "b was set and removed in the block, and was never stored: nothing of it is written")
+        // A removal alone, and a write after a clear, take the list's path.
+        try suite.update { try $0.setValue(nil, forKey: "k0") }
+        #expect(try Self.records(directory).last?.operations == [.remove(key: "k0")])
+        try suite.update { transaction in
+            try transaction.set(6, forKey: "a")
+            try transaction.removeAll()
+            #expect(transaction.storedValue(forKey: "a") == nil)
+            try transaction.set(7, forKey: "z")
+        }
+        #expect(suite.storedValues() == ["z": 7])
     }
 }

@@ -111,4 +111,29 @@ struct MultiProcessTests {
         try suite.set("after", forKey: "c")
         #expect(suite.storedValues() == ["a": "before", "b": "other", "c": "after"])
     }
+
+    /// A writer that waits for another process's lock reads what was committed
+    /// meanwhile while it waits, as far as it can without the lock, not once it holds
+    /// the lock: every other writer would wait through that reading too.
+    @Test func aWaitingWriterCatchesUpBeforeItHoldsTheLock() throws {
+        let suite = try Suite(named: "waiting", directory: directory.url, options: .init(lockTimeout: .seconds(60)))
+        try suite.set("mine", forKey: "a")
+        try writeFromAnotherProcess("b", "theirs", in: directory.url, suite: "waiting")
+        #expect(suite.store.contentsAsLastRead["b"] == nil, "nothing here has read b yet")
+        let holder = try startWorker("hold-lock", in: directory, suite: "waiting")
+        holder.expectLine(startingWith: "holding")
+        let wrote = DispatchSemaphore(value: 0)
+        DispatchQueue.global().async {
+            do { try suite.set("waited", forKey: "c") } catch { Issue.record("the waiting write failed: \(error)") }
+            wrote.signal()
+        }
+        let deadline = ContinuousClock.now + .seconds(20)
+        while suite.store.contentsAsLastRead["b"] == nil, ContinuousClock.now < deadline { usleep(1_000) }
+        let seen = suite.store.contentsAsLastRead
+        #expect(seen["b"] == "theirs", "read while the other process held the lock")
+        #expect(seen["c"] == nil, "the write still waits for the lock")
+        _ = holder.kill()
+        #expect(wrote.wait(timeout: .now() + 60) == .success)
+        #expect(suite.storedValues() == ["a": "mine", "b": "theirs", "c": "waited"], "the holder's transaction never committed")
+    }
 }

@@ -24,11 +24,6 @@ final class SuiteStore: Sendable {
     /// Who receives the commits applied while the state collects changes (the
     /// layer above sets it up when it first wants them).
     private let listener = Locked<(any AppliedCommitListener)?>(nil)
-    /// The list of writes of a transaction that ended, emptied, for the next update's
-    /// transaction to use again. Only the list: the transaction object itself is never
-    /// used again, since its block may have kept a weak or unowned reference to it,
-    /// through which a reused object would take writes into a later update.
-    private let spareWrites = Locked<[Operation]>([])
 
     init(name: String, directory: DirectoryHandle, sharing: Suite.Sharing, lockTimeout: Duration?) throws {
         self.name = name
@@ -135,6 +130,12 @@ final class SuiteStore: Sendable {
             handOverCommits(state)
             return body(state.contents, &state.collectsChanges)
         }
+    }
+
+    /// The contents as this process last read them, without reading anything: what
+    /// a test looks at to see when the process caught up.
+    var contentsAsLastRead: SuiteContents {
+        state.withLock { $0.contents }
     }
 
     // MARK: Reading
@@ -352,7 +353,13 @@ final class SuiteStore: Sendable {
                              message: "This process may only read the suite (its files or directory are not writable).")
         }
         let point = state.lockWaitPoint
-        guard try state.tryLockFile(kind) else { throw LockBusy(point: point) }
+        guard try state.tryLockFile(kind) else {
+            // A writer that waits reads the holder's commit now, as far as it can
+            // without the file lock, rather than once it holds the lock: every other
+            // writer waits through that catch-up too.
+            if kind == .exclusive { _ = state.catchUpWithoutFileLock() }
+            throw LockBusy(point: point)
+        }
         defer { state.unlockFile() }
         whenLocked()
         return try body(state)
@@ -400,16 +407,8 @@ final class SuiteStore: Sendable {
         durability: Suite.Durability, options: Suite.Options, flags: Record.Flags = [], _ body: (SuiteTransaction) throws -> R
     ) throws -> R {
         try exclusively(options: options) { state in
-            var transaction = SuiteTransaction(suite: name, base: state.contents, defaults: defaults,
-                                               maximumValueSize: options.maximumValueSize,
-                                               writes: spareWrites.withLock { spare in defer { spare = [] }; return spare })
-            // Its list of writes is kept for the next update, unless the block kept the
-            // transaction somewhere (where it must stay ended, with what it wrote).
-            defer {
-                if isKnownUniquelyReferenced(&transaction), let writes = transaction.recycledWrites() {
-                    spareWrites.withLock { $0 = writes }
-                }
-            }
+            let transaction = SuiteTransaction(suite: name, base: state.contents, defaults: defaults,
+                                               maximumValueSize: options.maximumValueSize)
             let result: R
             let started = MonotonicClock.nanoseconds()
             do {
@@ -420,19 +419,20 @@ final class SuiteStore: Sendable {
                 transaction.abandon()
                 throw error
             }
-            let (operations, liveBytesAfter, slot) = transaction.finish()
+            let commit = transaction.finish()
             // A block that ran for long gave time to delete the lock file, after which
             // another process may hold the new one and the two would write at once. (A
             // short one is as safe as a plain write, which does not look again.)
             let ranLong = MonotonicClock.nanoseconds() &- started > Self.transactionCheckedAfterNanoseconds
-            guard try operations.isEmpty || !ranLong || state.lockFileHasName() else {
+            guard try commit.isEmpty || !ranLong || state.lockFileHasName() else {
                 throw SuiteError(.ioFailure, suite: name, path: directoryPath,
                                  message: "The suite's lock file was deleted while the transaction ran, so another process could be writing at the same time; nothing was written. Try again.")
             }
-            if let slot, operations.count == 1, case .set(let key, let value, let size, let asDefault) = operations[0] {
+            switch commit {
+            case .set(let key, let value, let size, let asDefault, let slot, let liveBytesAfter):
                 try state.commitSet(key: key, value: value, size: size, asDefault: asDefault, slot: slot,
                                     liveBytesAfter: liveBytesAfter, durability: durability, options: options, flags: flags)
-            } else {
+            case .operations(let operations, let liveBytesAfter):
                 try state.commit(operations, durability: durability, options: options, liveBytesAfter: liveBytesAfter, flags: flags)
             }
             return result
