@@ -79,9 +79,11 @@ extension StoreState {
         // it, never from the shared page again: another process may write that page
         // at any time.
         // The header's number keeps sequence numbers rising when the data file went
-        // away; one that would pass the limit is not ours, and the file's own decides.
-        var sequence = max(view.lastSequence, contents.lastSequence) + 1
-        if sequence > FormatLimits.maximumSequence { sequence = contents.lastSequence + 1 }
+        // away. One past half the limit (73 years of a commit a nanosecond) was not
+        // written by this library: the file's own decides, so that 8 bytes forged in
+        // the shared page cannot use up the numbers left.
+        let fromHeader = view.lastSequence <= FormatLimits.maximumSequence / 2 ? view.lastSequence : 0
+        let sequence = max(fromHeader, contents.lastSequence) + 1
         guard sequence <= FormatLimits.maximumSequence else {
             throw SuiteError(.corruptFile, suite: suite, path: files.dataPath,
                              message: "The suite's sequence numbers are used up: a record numbered \(sequence - 1) was written by something other than this library. Nothing was written; export the suite, remove its files and import it again.")
