@@ -74,6 +74,17 @@ struct BenchRow: Sendable {
         case memory
         /// CPU milliseconds per 1,000 changes delivered; less is better.
         case cpu
+
+        /// The unit of the row's figures, which the JSON report's `*_us` fields hold
+        /// whatever it is (their names are older than the rows that are not times).
+        var unit: String {
+            switch self {
+            case .time: "µs"
+            case .throughput: "per second"
+            case .memory: "MiB"
+            case .cpu: "ms of CPU per 1,000 changes"
+            }
+        }
     }
 
     var kind: Kind {
@@ -111,7 +122,7 @@ struct BenchRow: Sendable {
             return (value * 1000).rounded() / 1000
         }
         var object: [String: Any] = [
-            "name": name,
+            "name": name, "unit": kind.unit,
             "ours_median_us": number(ours.median), "ours_p99_us": number(ours.p99),
             "foundation_median_us": number(foundation?.median), "foundation_p99_us": number(foundation?.p99),
             "floor_median_us": number(floor?.median), "floor_p99_us": number(floor?.p99),

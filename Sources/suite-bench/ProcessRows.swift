@@ -18,6 +18,9 @@ extension Bench {
         return seconds
     }
 
+    /// How many turns each contender takes at update_contended, each with four new processes.
+    static let contendedRounds = 5
+
     /// Four processes incrementing one counter at once: commits per second, and the
     /// count checked at the end. Ours, the floor and the peers take turns (`Turns`),
     /// each turn four new processes; a figure is all its commits over all its turns' time.
@@ -25,7 +28,7 @@ extension Bench {
         let each = options.samples(20_000, quick: 1_000), foundationEach = options.samples(300, quick: 30)
         _ = try suite("contended", keys: 0)
         let peers = try contendedPeerTurns()
-        var turns = Turns()
+        var turns = Turns(rounds: Self.contendedRounds)
         turns.add(.ours) { Samples([try contend("contend", suite: "contended", each: $0.count)]) }
         turns.add(.floor) { Samples([try contend("floor-contend", suite: "floor.contend", each: $0.count)]) }
         for peer in peers { turns.add(.peer(peer.peer), peer.measure) }
@@ -47,7 +50,7 @@ extension Bench {
         var row = BenchRow(name: "update_contended", ours: .init(median: perSecond(.ours), p99: nil),
                            foundation: .init(median: Double(4 * foundationEach) / foundationSeconds, p99: nil),
                            floor: .init(median: perSecond(.floor), p99: nil),
-                           note: "commits per second (not µs) across 4 processes, in \(Turns.rounds) turns; ours ended at \(ours) of \(4 * each) (\(verified ? "exact" : "WRONG")), Foundation at \(foundationFinal) of \(4 * foundationEach); floor: 4 processes each taking the blocking flock, reading an 8-byte counter, writing it back plus one, unlocking (it ended at \(floorFinal))")
+                           note: "commits per second (not µs) across 4 processes, in \(Self.contendedRounds) turns; ours ended at \(ours) of \(4 * each) (\(verified ? "exact" : "WRONG")), Foundation at \(foundationFinal) of \(4 * foundationEach); floor: 4 processes each taking the blocking flock, reading an 8-byte counter, writing it back plus one, unlocking (it ended at \(floorFinal))")
         if options.peers {
             row.peers = try peers.map { peer in
                 let (column, exact) = try contendedPeerColumn(peer, seconds: seconds[.peer(peer.peer)], each: each)

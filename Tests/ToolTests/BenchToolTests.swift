@@ -44,6 +44,10 @@ struct BenchToolTests {
         #expect((contended?["note"] as? String)?.contains("(exact)") == true)
         #expect((contended?["note"] as? String)?.contains("commits per second") == true)
         #expect(((rows.first { $0["name"] as? String == "memory" })?["note"] as? String)?.hasPrefix("MiB") == true)
+        // Every row names the unit its `*_us` fields hold.
+        let units = Dictionary(rows.compactMap { row in (row["name"] as? String).map { ($0, row["unit"] as? String) } }) { first, _ in first }
+        #expect(units["set"] == "µs" && units["memory"] == "MiB" && units["widget_memory"] == "MiB"
+                && units["update_contended"] == "per second" && units["notify_cpu"] == "ms of CPU per 1,000 changes", "\(units)")
         #expect(rows.first { $0["name"] as? String == "notify_8" }?["foundation_median_us"] is NSNull)
         // The widget's start: ours as swift build links it, always; the static build, a
         // figure or "not built" with the command that builds it; the C floor when cc is here.
