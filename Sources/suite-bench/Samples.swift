@@ -34,6 +34,20 @@ func measureEach(_ count: Int, warmUp: Int = 0, _ body: (Int) throws -> Void) re
     return try measureEach(0..<count, warmUp: 0, body)
 }
 
+/// Times each call of `body` on its own, for each of `indices`, after `warmUp` calls
+/// that are not timed. The warm-up calls get indices 3,200 further on: a write's value
+/// then differs from the one the timed call of the same key writes next (`Bench.write`).
+func measureEach(_ indices: Range<Int>, warmUp: Int, _ body: (Int) throws -> Void) rethrows -> Samples {
+    for index in indices.lowerBound..<(indices.lowerBound + warmUp) { try body(index + Bench.warmUpShift) }
+    var samples = Samples()
+    for index in indices {
+        let start = monotonicNanoseconds()
+        try body(index)
+        samples.add(Double(monotonicNanoseconds() - start) / 1_000)
+    }
+    return samples
+}
+
 /// Times batches of `batch` calls and keeps the time per call of each batch: for
 /// operations so short that reading the clock around each would dominate.
 func measureBatches(_ batches: Int, of batch: Int, _ body: (Int) -> Void) -> Samples {

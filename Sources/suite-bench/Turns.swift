@@ -1,5 +1,3 @@
-import ToolSupport
-
 /// Rows whose figures are compared with each other (ours, the floor, the peers) are
 /// measured in turns: each contender takes a share of its samples, then the next
 /// contender does, round after round. On a shared machine that runs in fast and slow
@@ -44,18 +42,4 @@ struct Turns {
         }
         return samples
     }
-}
-
-/// Times each call of `body` on its own, for each of `indices`, after `warmUp` calls
-/// that are not timed. The warm-up calls get indices 3,200 further on: a write's value
-/// then differs from the one the timed call of the same key writes next (`Bench.write`).
-func measureEach(_ indices: Range<Int>, warmUp: Int, _ body: (Int) throws -> Void) rethrows -> Samples {
-    for index in indices.lowerBound..<(indices.lowerBound + warmUp) { try body(index + Bench.warmUpShift) }
-    var samples = Samples()
-    for index in indices {
-        let start = monotonicNanoseconds()
-        try body(index)
-        samples.add(Double(monotonicNanoseconds() - start) / 1_000)
-    }
-    return samples
 }

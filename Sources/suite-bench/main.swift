@@ -71,7 +71,7 @@ do {
     try measure("durable", "durable set") { [try bench.durableRow()] }
     try measure("memory", "memory") { [try bench.memoryRow(), try bench.widgetMemoryRow()] }
     try measure("sync", "sync through etcd") { try bench.syncRows() }
-    if options.peers { try bench.addPeers(to: &rows, verified: &verified, progress: progress) }
+    if options.peers { try bench.addPeers(to: &rows, progress: progress) }
 } catch {
     try? FileManager.default.removeItem(at: root)
     ToolError(status: 1, message: "\(error)").exit()

@@ -4,24 +4,21 @@ import Glibc
 import ToolSupport
 
 /// `--peers`: SQLite and LMDB doing each row's job, with the row's own definition and
-/// sample counts, after ours. Multi-process rows use peer workers (PeerWorker.swift).
+/// sample counts: in turns with ours for the rows compared most closely (`Turns`),
+/// after ours for the others. Multi-process rows use peer workers (PeerWorker.swift).
 extension Bench {
-    /// Adds the peers' columns to every row. A peer's contended count that is not exact
-    /// turns `verified` false, as ours would.
-    func addPeers(to rows: inout [BenchRow], verified: inout Bool, progress: (String) -> Void) throws {
-        var getColumns: [Peer: BenchRow.PeerColumn] = [:], cpuColumns: [Peer: BenchRow.PeerColumn] = [:]
-        var notify1Columns: [Peer: BenchRow.PeerColumn] = [:]
+    /// Adds the peers' columns to every row that did not measure them with ours.
+    func addPeers(to rows: inout [BenchRow], progress: (String) -> Void) throws {
+        var cpuColumns: [Peer: BenchRow.PeerColumn] = [:], notify1Columns: [Peer: BenchRow.PeerColumn] = [:]
         for index in rows.indices {
             let name = rows[index].name
             progress("SQLite and LMDB: \(name)")
             let measuredWithTheRow = rows[index].peers
             rows[index].peers = try Peer.allCases.map { peer in
-                // A row that measured its peers with ours, in one loop, keeps them (spawn_to_first_read).
+                // A row that measured its peers with ours keeps them (in turns, or in one
+                // loop: spawn_to_first_read).
                 if let column = measuredWithTheRow?.first(where: { $0.peer == peer }) { return column }
                 guard peer.isInstalled else { return .init(peer: peer, figure: nil, note: peer.notInstalled) }
-                if name == "get_foundation_sync", let get = getColumns[peer] {
-                    return .init(peer: peer, figure: get.figure, note: "the same reads as in get")
-                }
                 // notify_1's pollers give notify_cpu too, and stand beside notify_1_watcher_thread
                 // (a poller has no threads to choose between).
                 if name == "notify_1" {
@@ -36,17 +33,14 @@ extension Bench {
                 if name == "notify_cpu" {
                     return cpuColumns[peer] ?? .init(peer: peer, figure: nil, note: "measured with notify_1, which did not run")
                 }
-                let (column, exact) = try peerColumn(peer, row: rows[index])
-                if name == "get" { getColumns[peer] = column }
-                if !exact { verified = false }
-                return column
+                return try peerColumn(peer, row: rows[index])
             }
         }
     }
 
-    private func peerColumn(_ peer: Peer, row: BenchRow) throws -> (BenchRow.PeerColumn, exact: Bool) {
-        func column(_ samples: Samples, _ note: String) -> (BenchRow.PeerColumn, exact: Bool) {
-            (.init(peer: peer, figure: .init(samples), note: note), true)
+    private func peerColumn(_ peer: Peer, row: BenchRow) throws -> BenchRow.PeerColumn {
+        func column(_ samples: Samples, _ note: String) -> BenchRow.PeerColumn {
+            .init(peer: peer, figure: .init(samples), note: note)
         }
         switch row.name {
         case "scale_10", "scale_1000", "scale_10000", "scale_1mib_value":
@@ -59,9 +53,9 @@ extension Bench {
             }
             return column(samples, "set on a store of \(row.name == "scale_1mib_value" ? "100 keys and one 1 MiB value" : "\(keys) keys")")
         case "notify_1", "notify_8":
-            return try (notification(peer, watchers: row.name == "notify_1" ? 1 : 8).latency, true)
+            return try notification(peer, watchers: row.name == "notify_1" ? 1 : 8).latency
         case "cold_start":
-            return try (coldStart(peer), true)
+            return try coldStart(peer)
         case "durable_set":
             let store = try peerStore(peer, "durable", keys: 100, durable: true)
             let samples = try measureEach(options.samples(500, quick: 50), warmUp: 10) { index in
@@ -71,9 +65,9 @@ extension Bench {
             return column(samples, peer == .sqlite ? "synchronous=FULL in WAL mode (the WAL is synced at each commit)"
                 : "without MDB_NOSYNC (each commit is synced)")
         case "memory":
-            return try (memory(peer, ours: row), true)
+            return try memory(peer, ours: row)
         default:
-            return (.init(peer: peer, figure: nil, note: "not applicable"), true)
+            return .init(peer: peer, figure: nil, note: "not applicable")
         }
     }
 
