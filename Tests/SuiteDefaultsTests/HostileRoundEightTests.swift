@@ -164,6 +164,38 @@ struct HostileRoundEightTests {
         withExtendedLifetime(token) {}
     }
 
+    /// The holder stops at each point of a commit or a compaction and is killed; then
+    /// this process, which has read the suite, only reloads. It used to read up to the
+    /// header's committed length, where a writer that died after its record was whole
+    /// leaves it, and so stayed behind the file (and every fresh process) until the
+    /// next commit. CI caught that in the contended test above.
+    @Test(arguments: ["commitStarted", "partialRecordWritten", "recordWritten", "committed", "compactionRenamed"])
+    func aReloadAfterAHolderDiesAgreesWithTheFile(point: String) throws {
+        let name = "reload-\(point)"
+        let suite = try Suite(named: name, directory: directory.url, options: .init(lockTimeout: .seconds(60)))
+        for index in 0..<20 { try suite.set("v\(index)", forKey: "k\(index % 5)") }
+        let start = suite.storedValues()
+        let recorder = ChangeRecorder()
+        let token = try SuiteObservation.allKeys.start(in: suite, onChange: recorder.handler)
+        var options = ["point": point, "key": "dead", "value": "x"]
+        if point == "compactionRenamed" { options["compact"] = "1" }
+        let dying = try startWorker("pause", in: directory, suite: name, options)
+        defer { _ = dying.kill() }
+        dying.expectLine(startingWith: "paused")
+        _ = dying.kill()
+        try suite.reload()
+        let disk = try contentsOnDisk(name)
+        if point == "recordWritten" || point == "committed" || point == "compactionRenamed" { #expect(disk["dead"] == "x") }
+        #expect(suite.storedValues() == disk)
+        #expect(suite.string(forKey: "dead") == disk["dead"].flatMap(String.init(suiteValue:)))
+        try expectCacheMatchesTheFile(suite, name)
+        let other = try ReplacedDataFile(directory: directory).readInAnotherProcess("dead", suite: name)
+        #expect(other.contains(disk["dead"].map { "value \($0)" } ?? "absent"), "\(other)")
+        if disk["dead"] != nil { #expect(recorder.wait(for: "dead", toBecome: "x")) }
+        Self.checkChains(recorder.changes, from: start, endAt: disk)
+        withExtendedLifetime(token) {}
+    }
+
     /// Writes `sequence` as the shared header's last sequence number, published under a
     /// later even generation, as a process that may write the lock file can.
     func forgeLastSequence(_ name: String, _ sequence: UInt64) {

@@ -96,11 +96,14 @@ struct HostileRoundTwoTests {
         try plant(Self.record(sequence: 1, payload: payload), as: "cheap")
         // The first process sets the shared header up from a scan of the file; the
         // second reads the file as a process does whose header is valid, applying each
-        // operation as it is decoded.
+        // operation as it is decoded. The bound tells the two apart, not a speed: in a
+        // debug build on this 2-core machine a worker takes 10 to 13 s under a full
+        // `swift test` (15 s was too tight), and 130 s alone when each remove-all clears
+        // the reserved table (measured with that fix undone).
         for _ in 0..<2 {
             let worker = try startWorker("get", in: directory, suite: "cheap", ["key": "k"])
-            worker.expectLine(startingWith: "absent", within: .seconds(15))
-            worker.expectSuccess(within: .seconds(15))
+            worker.expectLine(startingWith: "absent", within: .seconds(60))
+            worker.expectSuccess(within: .seconds(10))
         }
     }
 

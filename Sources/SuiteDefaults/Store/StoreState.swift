@@ -195,17 +195,13 @@ final class StoreState: @unchecked Sendable {
             return try rebuild()
         }
         // A writer died inside a commit (under the file lock, nobody else can be in
-        // one). Under the exclusive lock, the data file says what is committed. Under
-        // the shared lock, the header is trusted only as far as it extends what this
-        // process read from the same file: a compaction that died between the
-        // committed length and the file ID (`setCommitted`) leaves one without the
-        // other, and reading that would go back in time. A process that has read
-        // nothing has nothing to check it against.
+        // one). The data file says what is committed: a record it wrote whole counts,
+        // as the rebuild under the exclusive lock (or a read-only process's read of the
+        // whole file) finds. Reading only up to the header's committed length would
+        // leave this process behind every other until the next commit.
         if committed.isCommitInProgress {
             if exclusive { return try rebuild() }
-            if !view.isLoaded || committed.dataFileID != view.dataFileID || committed.committedLength < view.length {
-                throw NeedsExclusiveLock()
-            }
+            throw NeedsExclusiveLock()
         }
         let fileID = committed.dataFileID, length = committed.committedLength
         if fileID == 0 {
@@ -227,10 +223,10 @@ final class StoreState: @unchecked Sendable {
                 guard length <= status.size, status.linkCount > 0 else { return try damageFound(exclusive: exclusive) }
                 if length > view.length { try readRecords(from: view.length, to: length, exclusive: exclusive) }
             }
-            // With no commit in progress the file ends exactly at the committed length,
-            // and still has its name; anything else was done to it without the lock
-            // (bytes appended, the file cut, deleted or replaced).
-            if !committed.isCommitInProgress && (status.size != length || status.linkCount == 0) {
+            // With no commit in progress (above) the file ends exactly at the committed
+            // length, and still has its name; anything else was done to it without the
+            // lock (bytes appended, the file cut, deleted or replaced).
+            if status.size != length || status.linkCount == 0 {
                 return try damageFound(exclusive: exclusive)
             }
         }
