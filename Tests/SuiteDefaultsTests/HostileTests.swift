@@ -585,15 +585,6 @@ struct HostileTests {
         #expect(try outcome("get", suite: "cut", ["key": "version"]).contains("value 21"))
     }
 
-    /// The count of processes waiting for the lock, at offset 68 of the lock file at
-    /// `path`; nil while the file is too short to hold it.
-    func waiterCount(ofLockFile path: String) -> UInt32? {
-        guard let handle = FileHandle(forReadingAtPath: path) else { return nil }
-        defer { try? handle.close() }
-        guard (try? handle.seek(toOffset: 68)) != nil, let bytes = try? handle.read(upToCount: 4), bytes.count == 4 else { return nil }
-        return bytes.withUnsafeBytes { $0.loadUnaligned(as: UInt32.self) }
-    }
-
     /// Processes waiting for the lock count themselves in the shared page. When the
     /// lock file is cut short under them and made again, the count ends at 0 once they
     /// are done: not below, wrapped to 2^32 - 1, which would make every later release
@@ -601,7 +592,7 @@ struct HostileTests {
     @Test func theWaiterCountEndsAtZeroWhenTheLockFileIsCutShortUnderItsWaiters() throws {
         try Suite(named: "waited", directory: directory.url).set(0, forKey: "k")
         let lockPath = directory.file("waited.suite.lock").path
-        func waiterCount() -> UInt32? { self.waiterCount(ofLockFile: lockPath) }
+        func waiterCount() -> UInt32? { SuiteDefaultsTests.waiterCount(ofLockFile: lockPath) }
         let holder = try startWorker("hold-lock", in: directory, suite: "waited")
         holder.expectLine(startingWith: "holding")
         let waiters = try (0..<4).map { index in

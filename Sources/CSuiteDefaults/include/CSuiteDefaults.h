@@ -49,6 +49,11 @@ static inline void sd_atomic_add_u32(uint32_t *address, uint32_t value) {
     __atomic_add_fetch(address, value, __ATOMIC_ACQ_REL);
 }
 
+/// Stores `desired` if the word holds `expected`; true when it did. Acquire-release.
+static inline bool sd_atomic_compare_exchange_u32(uint32_t *address, uint32_t expected, uint32_t desired) {
+    return __atomic_compare_exchange_n(address, &expected, desired, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+}
+
 /// Subtracts one unless the word is 0 (which it leaves), acquire-release.
 static inline void sd_atomic_decrement_to_zero_u32(uint32_t *address) {
     uint32_t current = __atomic_load_n(address, __ATOMIC_RELAXED);

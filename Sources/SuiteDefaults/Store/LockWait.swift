@@ -10,9 +10,20 @@
 /// sleeps on the futex there, which a release bumps, at most 5 ms at a time: a holder
 /// that died frees its lock but bumps nothing, and a process that may only read the
 /// page cannot count itself.
+///
+/// A waiter killed while counted would leave the count above 0 for good, and every
+/// release a wake-up call. So a counted waiter notes the time at every look
+/// (`SharedHeader.waiterLastLook`), and a release that finds a count nobody has
+/// confirmed for `staleCount` sets it to 0; a live waiter that finds its count gone
+/// (it was only slow to look) counts itself again.
 struct LockWait {
     static let spinning = Duration.microseconds(100)
     static let longestSleep = Duration.milliseconds(5)
+    /// How long without a look before a release takes a count for a leftover: many
+    /// times `longestSleep`, so that a waiter the scheduler kept waiting is not taken
+    /// for dead (which would cost it no more than sleeps without wake-ups until it
+    /// looks again).
+    static let staleCountMilliseconds: UInt32 = 100
 
     /// Where the last attempt left off: the shared page and its release count then.
     struct Point {
@@ -58,10 +69,17 @@ struct LockWait {
         // after it was cut short) is counted where it now waits.
         if let counted, counted !== page { finish() }
         if counted == nil, page.isWritable, !page.wasCutShort {
-            // Counted before the next attempt, so that a release after it wakes us.
+            // Counted before the next attempt, so that a release after it wakes us; the
+            // look noted first, so that a release that sees the count sees the look.
+            SharedHeader(page: page).waiterLastLook.store(MonotonicClock.wrappingMilliseconds())
             Self.waiterCount(page).add(1)
             counted = page
             return true
+        }
+        if let counted, !counted.wasCutShort {
+            let header = SharedHeader(page: counted)
+            header.waiterLastLook.store(MonotonicClock.wrappingMilliseconds())
+            if header.waiterCount.load() == 0 { header.waiterCount.add(1) }
         }
         if Self.releaseCount(page).wait(whileEqualTo: point.seen, timeout: remaining) == .unsupported {
             MonotonicClock.sleep(remaining)
@@ -74,6 +92,21 @@ struct LockWait {
     mutating func finish() {
         if let counted, !counted.wasCutShort { Self.waiterCount(counted).decrementToZero() }
         counted = nil
+    }
+
+    /// After a release of the lock that found waiters counted: wakes one, or, when no
+    /// counted waiter has looked for `staleCountMilliseconds`, clears the count that a
+    /// killed one left (the next release then costs no system call).
+    static func wakeAWaiter(of header: SharedHeader) {
+        let count = header.waiterCount.load()
+        guard count != 0 else { return }
+        let sinceLastLook = MonotonicClock.wrappingMilliseconds() &- header.waiterLastLook.load()
+        if sinceLastLook > staleCountMilliseconds {
+            _ = header.waiterCount.compareExchange(expected: count, desired: 0)
+            return
+        }
+        header.releaseCount.add(1)
+        header.releaseCount.wake()
     }
 
     private static func releaseCount(_ page: MappedPage) -> SharedWord32 {

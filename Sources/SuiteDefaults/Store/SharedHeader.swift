@@ -9,6 +9,7 @@
 ///     32 u64 data file ID          40 u64 last sequence number
 ///     48 u64 boot ID, high half    56 u64 boot ID, low half
 ///     64 u32 lock releases (a futex word)  68 u32 processes waiting for the lock
+///     72 u32 when a counted waiter last looked (ms of the monotonic clock, wrapping)
 ///
 /// Only a process holding the exclusive `flock` writes the fields up to 63. But in
 /// group mode any member of the group can write the file, so nothing read from it
@@ -139,4 +140,7 @@ struct SharedHeader {
     /// How many processes wait for the lock, so that a release without waiters
     /// costs no system call. Only a hint: a wrong count costs a wake-up or a delay.
     var waiterCount: SharedWord32 { SharedWord32(base + 68) }
+    /// When a counted waiter last looked at the lock (`MonotonicClock.wrappingMilliseconds`):
+    /// what tells a count of live waiters from one that a killed waiter left behind.
+    var waiterLastLook: SharedWord32 { SharedWord32(base + 72) }
 }

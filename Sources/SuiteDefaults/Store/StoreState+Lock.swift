@@ -43,8 +43,7 @@ extension StoreState {
         if header?.page.wasCutShort == true { try? mapLockFileAgain() }
         lockFile.unlock()
         if let header, header.isWritable, !header.page.wasCutShort, header.waiterCount.load() != 0 {
-            header.releaseCount.add(1)
-            header.releaseCount.wake()
+            LockWait.wakeAWaiter(of: header)
         }
     }
 

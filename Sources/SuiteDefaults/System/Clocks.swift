@@ -11,6 +11,12 @@ enum MonotonicClock {
 
     static func now() -> Duration { .nanoseconds(Int64(bitPattern: nanoseconds())) }
 
+    /// Milliseconds, wrapping every 49 days: for ages far shorter, compared by
+    /// wrapping subtraction, in a 32-bit word of the shared page.
+    static func wrappingMilliseconds() -> UInt32 {
+        UInt32(truncatingIfNeeded: nanoseconds() / 1_000_000)
+    }
+
     /// The same as a plain number, for paths where `Duration`'s arithmetic shows.
     static func nanoseconds() -> UInt64 {
         var time = timespec()

@@ -54,6 +54,12 @@ struct SharedWord32 {
     @inline(__always)
     func add(_ value: UInt32) { sd_atomic_add_u32(address, value) }
 
+    /// Stores `desired` if the word holds `expected`; true when it did.
+    @inline(__always)
+    func compareExchange(expected: UInt32, desired: UInt32) -> Bool {
+        sd_atomic_compare_exchange_u32(address, expected, desired)
+    }
+
     /// Subtracts one, unless the word is 0: a count that another process set to 0
     /// under us (a page made again) must not wrap to 2^32 - 1.
     @inline(__always)
