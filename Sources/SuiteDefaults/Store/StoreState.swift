@@ -195,15 +195,20 @@ final class StoreState: @unchecked Sendable {
             return try rebuild()
         }
         // A writer died inside a commit (under the file lock, nobody else can be in
-        // one). The data file says what is committed: a record it wrote whole counts,
-        // as the rebuild under the exclusive lock (or a read-only process's read of the
-        // whole file) finds. Reading only up to the header's committed length would
-        // leave this process behind every other until the next commit.
+        // one). Under the exclusive lock, the data file says what is committed. Under
+        // the shared lock, the header is trusted only as far as it extends what this
+        // process read from the same file: a compaction that died between the
+        // committed length and the file ID (`setCommitted`) leaves one without the
+        // other, and reading that would go back in time. A process that has read
+        // nothing has nothing to check it against.
         if committed.isCommitInProgress {
             if exclusive { return try rebuild() }
-            throw NeedsExclusiveLock()
+            if !view.isLoaded || committed.dataFileID != view.dataFileID || committed.committedLength < view.length {
+                throw NeedsExclusiveLock()
+            }
         }
-        let fileID = committed.dataFileID, length = committed.committedLength
+        let fileID = committed.dataFileID
+        var length = committed.committedLength, lastSequence = committed.lastSequence
         if fileID == 0 {
             if !view.isLoaded || view.dataFileID != 0 {
                 dataFile?.close()
@@ -222,16 +227,25 @@ final class StoreState: @unchecked Sendable {
                 // file: one that lost its name may hold what the suite's never had.
                 guard length <= status.size, status.linkCount > 0 else { return try damageFound(exclusive: exclusive) }
                 if length > view.length { try readRecords(from: view.length, to: length, exclusive: exclusive) }
+                // The dead writer may have written its record whole past the committed
+                // length. The rebuild under the exclusive lock keeps such a record, and
+                // a fresh process reads it, so this one reads it too rather than stay a
+                // commit behind them until the next commit (and rather than wait for
+                // the exclusive lock, which a stopped reader could keep from it).
+                if committed.isCommitInProgress, status.size > length, readRecordLeftByADeadWriter(from: length, to: status.size) {
+                    length = status.size
+                    lastSequence = contents.lastSequence
+                }
             }
-            // With no commit in progress (above) the file ends exactly at the committed
-            // length, and still has its name; anything else was done to it without the
-            // lock (bytes appended, the file cut, deleted or replaced).
-            if status.size != length || status.linkCount == 0 {
+            // With no commit in progress the file ends exactly at the committed length,
+            // and still has its name; anything else was done to it without the lock
+            // (bytes appended, the file cut, deleted or replaced).
+            if !committed.isCommitInProgress && (status.size != length || status.linkCount == 0) {
                 return try damageFound(exclusive: exclusive)
             }
         }
         view = View(generation: committed.generation, dataFileID: fileID, length: length,
-                    lastSequence: committed.lastSequence, isLoaded: true)
+                    lastSequence: lastSequence, isLoaded: true)
     }
 
     /// What a catch-up without the file lock came to.
@@ -365,6 +379,15 @@ final class StoreState: @unchecked Sendable {
             throw files.error(error, doing: "read the suite file")
         }
         if !applied { try damageFound(exclusive: exclusive) }
+    }
+
+    /// Applies what a writer that died inside its commit left past the committed
+    /// length, if it is one or more whole records that verify and follow the last one
+    /// applied; false, having applied nothing, otherwise (a record cut short, which the
+    /// rebuild cuts off, or bytes appended by something else).
+    private func readRecordLeftByADeadWriter(from start: Int, to end: Int) -> Bool {
+        guard let dataFile, end - start <= FormatLimits.maximumFileSize else { return false }
+        return (try? withBytes(of: dataFile, in: start..<end) { applyCommits(in: $0) }) == true
     }
 
     /// Applies the commits that are all of `bytes` (`readRecords`): as they are
