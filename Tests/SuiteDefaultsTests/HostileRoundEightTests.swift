@@ -125,22 +125,31 @@ struct HostileRoundEightTests {
         withExtendedLifetime(token) {}
     }
 
+    /// A suite of 20 commits (its values returned), observed here, and another process
+    /// holding its lock, stopped at `point` of a commit of `dead` = "x" (or of the
+    /// compaction after it).
+    func observedSuiteWithAHolderPaused(_ name: String, at point: String, delivery: SuiteObservation.Delivery)
+        throws -> (Suite, [String: SuiteValue], ChangeRecorder, SuiteCancellable, ChildProcess) {
+        let suite = try Suite(named: name, directory: directory.url, options: .init(lockTimeout: .seconds(60)))
+        for index in 0..<20 { try suite.set("v\(index)", forKey: "k\(index % 5)") }
+        let start = suite.storedValues()
+        let recorder = ChangeRecorder()
+        let token = try SuiteObservation.allKeys.delivered(on: delivery).start(in: suite, onChange: recorder.handler)
+        var options = ["point": point, "key": "dead", "value": "x"]
+        if point == "compactionRenamed" { options["compact"] = "1" }
+        let dying = try startWorker("pause", in: directory, suite: name, options)
+        dying.expectLine(startingWith: "paused")
+        return (suite, start, recorder, token, dying)
+    }
+
     /// The holder stops at each point of a commit or a compaction and is killed while a
     /// writer here waits (and catches up as far as it may): this process, its
     /// observer, the file and another process agree.
     @Test(arguments: ["commitStarted", "partialRecordWritten", "recordWritten", "committed", "compactionRenamed"])
     func aWriterWaitingOnOneThatDiesAgreesWithTheFile(point: String) throws {
         let name = "dies-\(point)"
-        let suite = try Suite(named: name, directory: directory.url, options: .init(lockTimeout: .seconds(60)))
-        for index in 0..<20 { try suite.set("v\(index)", forKey: "k\(index % 5)") }
-        let start = suite.storedValues()
-        let recorder = ChangeRecorder()
-        let token = try SuiteObservation.allKeys.delivered(on: .watcherThread).start(in: suite, onChange: recorder.handler)
-        var options = ["point": point, "key": "dead", "value": "x"]
-        if point == "compactionRenamed" { options["compact"] = "1" }
-        let dying = try startWorker("pause", in: directory, suite: name, options)
+        let (suite, start, recorder, token, dying) = try observedSuiteWithAHolderPaused(name, at: point, delivery: .watcherThread)
         defer { _ = dying.kill() }
-        dying.expectLine(startingWith: "paused")
         let wrote = DispatchSemaphore(value: 0)
         let failure = LockedBox<String?>(nil)
         Thread {
@@ -175,17 +184,9 @@ struct HostileRoundEightTests {
     /// record left whole past the committed length: `HostileRoundNineTests`.)
     @Test(arguments: ["commitStarted", "partialRecordWritten", "recordWritten", "committed", "compactionRenamed"])
     func aReloadAfterAHolderDiesAgreesWithTheFile(point: String) throws {
-        let name = "reload-\(point)"
-        let suite = try Suite(named: name, directory: directory.url, options: .init(lockTimeout: .seconds(60)))
-        for index in 0..<20 { try suite.set("v\(index)", forKey: "k\(index % 5)") }
-        let start = suite.storedValues()
-        let recorder = ChangeRecorder()
-        let token = try SuiteObservation.allKeys.start(in: suite, onChange: recorder.handler)
-        var options = ["point": point, "key": "dead", "value": "x"]
-        if point == "compactionRenamed" { options["compact"] = "1" }
-        let dying = try startWorker("pause", in: directory, suite: name, options)
+        let (suite, start, recorder, token, dying) = try observedSuiteWithAHolderPaused("reload-\(point)", at: point, delivery: .suiteQueue)
+        let name = suite.name
         defer { _ = dying.kill() }
-        dying.expectLine(startingWith: "paused")
         _ = dying.kill()
         try suite.reload()
         let disk = try contentsOnDisk(name)

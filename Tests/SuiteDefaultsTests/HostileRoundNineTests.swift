@@ -107,21 +107,27 @@ struct HostileRoundNineTests {
         #expect(wentBack.isEmpty, "\(wentBack.count) changes numbered before one already heard: \(wentBack.prefix(3))")
     }
 
+    /// A suite of 20 commits read here, a writer killed inside its commit, and another
+    /// process holding the shared lock, stopped (SIGSTOP): the holder.
+    func readerWithAStoppedSharedLockHolderAfterADeadWriter(_ name: String, lockTimeout: Duration?) throws -> (Suite, ChildProcess) {
+        let suite = try Suite(named: name, directory: directory.url, options: .init(lockTimeout: lockTimeout))
+        for index in 0..<20 { try suite.set("v\(index)", forKey: "k\(index % 5)") }
+        #expect(suite.string(forKey: "k4") == "v19")
+        killAWriterInsideItsCommit(at: directory.url, suite: name)
+        let holder = try Self.holdSharedLock(on: directory.file(name + ".suite.lock").path)
+        holder.expectLine(startingWith: "held")
+        holder.signal(SIGSTOP)
+        return (suite, holder)
+    }
+
     /// A process that had read the suite reads and reloads after a writer died inside
     /// its commit, while another process holds the shared lock, stopped (a reader
     /// stopped inside its locked catch-up): neither waits for the exclusive lock, and
     /// both see the dead writer's whole record.
     @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/perl"), "needs perl, to hold a shared flock"))
     func aStoppedSharedLockHolderDoesNotHoldUpAReaderAfterAWriterDied() throws {
-        let name = "shared-held"
-        let suite = try Suite(named: name, directory: directory.url, options: .init(lockTimeout: .seconds(3)))
-        for index in 0..<20 { try suite.set("v\(index)", forKey: "k\(index % 5)") }
-        #expect(suite.string(forKey: "k4") == "v19")
-        killAWriterInsideItsCommit(at: directory.url, suite: name)
-        let holder = try Self.holdSharedLock(on: directory.file(name + ".suite.lock").path)
+        let (suite, holder) = try readerWithAStoppedSharedLockHolderAfterADeadWriter("shared-held", lockTimeout: .seconds(3))
         defer { _ = holder.kill() }
-        holder.expectLine(startingWith: "held")
-        holder.signal(SIGSTOP)
         // (A wait for the exclusive lock would end in `.lockTimeout` after 3 s.)
         #expect(throws: Never.self, "reload") { try suite.reload() }
         #expect(suite.string(forKey: "k4") == "v19")
@@ -132,15 +138,8 @@ struct HostileRoundNineTests {
     /// reader keeps the shared lock.
     @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/perl"), "needs perl, to hold a shared flock"))
     func aStoppedSharedLockHolderDoesNotHangAReaderWithoutATimeout() throws {
-        let name = "shared-held-forever"
-        let suite = try Suite(named: name, directory: directory.url, options: .init(lockTimeout: nil))
-        for index in 0..<20 { try suite.set("v\(index)", forKey: "k\(index % 5)") }
-        #expect(suite.string(forKey: "k4") == "v19")
-        killAWriterInsideItsCommit(at: directory.url, suite: name)
-        let holder = try Self.holdSharedLock(on: directory.file(name + ".suite.lock").path)
+        let (suite, holder) = try readerWithAStoppedSharedLockHolderAfterADeadWriter("shared-held-forever", lockTimeout: nil)
         defer { _ = holder.kill() }
-        holder.expectLine(startingWith: "held")
-        holder.signal(SIGSTOP)
         let done = DispatchSemaphore(value: 0)
         let answer = LockedBox<String?>(nil)
         Thread {
