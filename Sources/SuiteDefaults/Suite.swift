@@ -204,6 +204,26 @@ public final class Suite: SuiteWritable, Sendable {
         try store.transaction(durability: options.durability, options: options, flags: .mirrored, body)
     }
 
+    /// The sequence number of the last commit to the suite (0 before the first): what
+    /// a mirror notes before writing a change ahead, to look for its commit later.
+    package var lastCommitSequence: UInt64 {
+        store.read(lockTimeout: options.lockTimeout) { $0.lastSequence }
+    }
+
+    /// Every key that a mirrored commit (`updateAsMirror`) of the process `pid` set or
+    /// removed after the commit `sequence`; nil when the journal, with its history
+    /// (`Options.changeHistorySize`), no longer holds every commit since (history
+    /// trimmed or not kept, a repair) or does not verify.
+    package func keysOfMirroredCommits(after sequence: UInt64, by pid: Int32) throws -> Set<String>? {
+        guard let commits = try store.commits(after: sequence, lockTimeout: options.lockTimeout) else { return nil }
+        var keys: Set<String> = []
+        for record in commits where record.pid == pid && record.flags.contains(.mirrored) {
+            // A mirror never removes everything; `removeAll` names no key.
+            for operation in record.operations { if let key = operation.key { keys.insert(key) } }
+        }
+        return keys
+    }
+
     /// A stored value and whether it is a first-access default.
     package struct StoredEntry: Sendable, Equatable {
         package var value: SuiteValue

@@ -110,6 +110,35 @@ struct DefaultsAndMirrorTests {
         #expect(scan.records.map(\.record.flags) == [[], [.mirrored], []])
     }
 
+    /// What a mirror started after a kill asks: which keys its killed predecessor
+    /// committed since it wrote them ahead. Found in the journal and, after a
+    /// compaction, its history; unknown once the history is gone.
+    @Test func aMirrorsCommitsAreFoundInTheJournalAndItsHistory() throws {
+        let suite = try open()
+        try suite.set("x", forKey: "before")
+        let start = suite.lastCommitSequence
+        try suite.updateAsMirror { tx in
+            try tx.setValue("remote", forKey: "mirrored")
+            try tx.setValue(nil, forKey: "before")
+        }
+        try suite.set("y", forKey: "plain")
+        let me = getpid()
+        #expect(try suite.keysOfMirroredCommits(after: start, by: me) == ["mirrored", "before"])
+        #expect(try suite.keysOfMirroredCommits(after: start, by: me &+ 1) == [])
+        #expect(try suite.keysOfMirroredCommits(after: start + 1, by: me) == [])
+
+        // The commit is now in a history file; one after the compaction in the new journal.
+        try suite.compact()
+        try suite.updateAsMirror { try $0.setValue("later", forKey: "after") }
+        #expect(try suite.keysOfMirroredCommits(after: start, by: me) == ["mirrored", "before", "after"])
+        #expect(try suite.keysOfMirroredCommits(after: suite.lastCommitSequence - 1, by: me) == ["after"])
+
+        // A compaction that keeps no history leaves no record of it.
+        try Suite(named: "prefs", directory: directory.url, options: Suite.Options(changeHistorySize: 0)).compact()
+        #expect(try suite.keysOfMirroredCommits(after: start, by: me) == nil)
+        #expect(try suite.keysOfMirroredCommits(after: suite.lastCommitSequence, by: me) == [])
+    }
+
     @Test func aFileOfVersion2IsReadAndOneOfVersion3Refused() throws {
         let suite = try open()
         try suite.updateAsMirror { try $0.setValue("remote", forKey: "b") }

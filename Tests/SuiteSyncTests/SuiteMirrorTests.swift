@@ -142,6 +142,87 @@ struct SuiteMirrorTests {
         #expect(final == ["s/k": #""from-b""#, "s/while-down": "42"])
     }
 
+    /// A removal made while suite-sync was down, of a value it had applied just before
+    /// it was killed (between its mirrored commit and the save that agrees on it): the
+    /// local value equals the old base, as if the change had never been applied, but the
+    /// journal holds the mirror's commit, so the removal is a local change and is sent.
+    @Test func aRemovalWhileDownOfAValueAppliedJustBeforeAKillIsSent() async throws {
+        let rig = try await MirrorRig(["a", "b"], prefix: Self.prefix, suites: ["s"])
+        let (client, a, b) = (rig.client, rig.machines[0], rig.machines[1])
+        try await rig.startAll()
+        let sequence = try a.suite("s").lastCommitSequence
+        let pid = try #require(a.process).pid
+        try b.suite("s").set("from-b", forKey: "other")
+        try await converge([a, b], client, prefix: Self.prefix)
+        let statePath = Self.statePath(of: a)
+        try await eventually(.seconds(20), "a's state agreeing on other", describe: { "\(try Self.readState(statePath))" }) {
+            let state = try Self.readState(statePath)
+            return (state["base"] as? [String: Any])?["other"] != nil && (state["pending"] as? [String: Any])?.isEmpty == true
+        }
+        await a.kill()
+
+        // What a kill in that window leaves: the change still pending, the base not yet it.
+        var state = try Self.readState(statePath)
+        var base = try #require(state["base"] as? [String: Any])
+        let entry = try #require(base["other"])
+        base["other"] = nil
+        state["base"] = base
+        state["pending"] = ["other": entry]
+        state["pendingAfter"] = sequence
+        state["pendingBy"] = pid
+        try Self.writeState(state, statePath)
+
+        try a.suite("s").setValue(nil, forKey: "other")
+        try await a.start()
+        let final = try await converge([a, b], client, prefix: Self.prefix)
+        #expect(final["s/other"] == nil, "\(final)")
+    }
+
+    /// A change written ahead whose mirrored commit never happened (killed between the
+    /// two) is applied on restart, though the suite had an unrelated commit since.
+    @Test func aValueWrittenAheadButNotAppliedBeforeAKillIsAppliedOnRestart() async throws {
+        let rig = try await MirrorRig(["a", "b"], prefix: Self.prefix, suites: ["s"])
+        let (client, a, b) = (rig.client, rig.machines[0], rig.machines[1])
+        try await rig.startAll()
+        let pid = try #require(a.process).pid
+        await a.kill()
+        try b.suite("s").set("from-b", forKey: "other")
+        var remote: EtcdKeyValue?
+        try await eventually(.seconds(20), "b's write in etcd") {
+            remote = try await client.range(key: Data("\(Self.prefix)/s/other".utf8), rangeEnd: nil).keyValues.first
+            return remote != nil
+        }
+        let suite = try a.suite("s")
+        let sequence = suite.lastCommitSequence
+        try suite.set(1, forKey: "unrelated")
+
+        let statePath = Self.statePath(of: a)
+        var state = try Self.readState(statePath)
+        state["pending"] = ["other": ["value": String(decoding: try #require(remote).value, as: UTF8.self),
+                                      "modRevision": try #require(remote).modRevision] as [String: Any]]
+        state["pendingAfter"] = sequence
+        state["pendingBy"] = pid
+        try Self.writeState(state, statePath)
+
+        try await a.start()
+        let final = try await converge([a, b], client, prefix: Self.prefix)
+        #expect(final == ["s/other": #""from-b""#, "s/unrelated": "1"])
+    }
+
+    /// Where `machine` keeps the sync state of suite `s`.
+    static func statePath(of machine: Machine) -> String {
+        machine.directory.url.appendingPathComponent(MirrorHostileTests.stateFileName("s", prefix: prefix)).path
+    }
+
+    static func readState(_ path: String) throws -> [String: Any] {
+        let data = try #require(FileManager.default.contents(atPath: path))
+        return try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+    }
+
+    static func writeState(_ state: [String: Any], _ path: String) throws {
+        try JSONSerialization.data(withJSONObject: state, options: [.sortedKeys]).write(to: URL(fileURLWithPath: path))
+    }
+
     @Test func suiteSyncKilledMidStream100TimesLosesNothingAndDoesNotEcho() async throws {
         let rig = try await MirrorRig(["a", "b"], prefix: Self.prefix, suites: ["s"])
         let (client, a, b) = (rig.client, rig.machines[0], rig.machines[1])

@@ -85,6 +85,50 @@ extension StoreState {
         }
     }
 
+    /// Every commit after `sequence`, in order, from the data file and, where a
+    /// compaction replaced it since, the history files; nil when they no longer hold
+    /// every one (history trimmed or never kept, a repair) or a record does not
+    /// verify. What a mirror asks to learn whether a change it wrote ahead reached
+    /// the suite (`Suite.keysOfMirroredCommits`).
+    func commits(after sequence: UInt64) -> [Record]? {
+        guard view.isLoaded, let dataFile, view.length >= DataFileHeader.size, view.length <= FormatLimits.maximumFileSize,
+              let bytes = try? dataFile.read(count: view.length, at: 0), bytes.count == view.length,
+              let records = Self.records(in: bytes, from: DataFileHeader.size, after: nil)
+        else { return nil }
+        var commits: [Record] = []
+        var transactions = records[...]
+        if let first = records.first, first.kind == .snapshot {
+            transactions = records.dropFirst()
+            if first.sequence > sequence {
+                guard let older = historyCommits(after: sequence, through: first.sequence) else { return nil }
+                commits = older
+            }
+        }
+        commits += transactions.filter { $0.sequence > sequence }
+        // Only an unbroken run from `sequence` on: a repair may have dropped commits.
+        for (index, record) in commits.enumerated() where record.sequence != sequence + UInt64(index) + 1 { return nil }
+        return commits
+    }
+
+    /// The transactions after `sequence` through `last` from the history files; nil
+    /// when they do not hold every one.
+    private func historyCommits(after sequence: UInt64, through last: UInt64) -> [Record]? {
+        var commits: [Record] = []
+        var reached = sequence
+        for file in files.historyFiles() where file.lastSequence > reached && reached < last {
+            guard let records = readHistoryFile(file.name) else { continue }
+            // A file starting after what was reached leaves a gap: a later one cannot fill it.
+            let first = records.first
+            let startsAt = first.map { $0.kind == .snapshot ? $0.sequence : max($0.sequence, 1) - 1 } ?? .max
+            guard startsAt <= reached else { return nil }
+            for record in records where record.kind == .transaction && record.sequence > reached && record.sequence <= last {
+                commits.append(record)
+                reached = record.sequence
+            }
+        }
+        return reached == last ? commits : nil
+    }
+
     /// The records of one history file, if it is a regular file of ours whose header
     /// verifies (read first, before anything large), within the size limit, and every
     /// record verifies.

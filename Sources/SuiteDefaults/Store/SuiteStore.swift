@@ -181,6 +181,17 @@ final class SuiteStore: Sendable {
         }
     }
 
+    /// Every commit after `sequence`, read after a refresh (see `StoreState.commits(after:)`);
+    /// nil when the journal and its history no longer hold every one.
+    func commits(after sequence: UInt64, lockTimeout: Duration?) throws -> [Record]? {
+        do {
+            try refresh(lockTimeout: lockTimeout)
+        } catch {
+            throw SuiteError(error, suite: name, doing: "read the suite")
+        }
+        return try withState { $0.commits(after: sequence) }
+    }
+
     /// Whether the contents are the committed state as far as the shared header says,
     /// without taking any lock: false when a catch-up is still to be made.
     var isCaughtUp: Bool {

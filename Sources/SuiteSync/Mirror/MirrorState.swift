@@ -10,7 +10,12 @@ import Foundation
 ///   was never agreed on;
 /// - `pending`: remote changes written ahead of being applied to the suite, so that a
 ///   process killed between the two knows, when it starts again, whether the change
-///   reached the suite (see `SuiteMirror`).
+///   reached the suite (see `SuiteMirror`);
+/// - `pendingAfter`, `pendingBy`: the suite's last commit sequence number just before
+///   `pending` was written, and the mirror process that wrote it, so that a mirror
+///   started again can look in the suite's journal for that process's mirrored commit
+///   of a pending change (`Suite.keysOfMirroredCommits`). Absent in files written
+///   before they existed, which load as they are.
 ///
 /// Values are held as their typed JSON text, exactly as etcd holds them.
 struct MirrorState: Codable, Equatable {
@@ -26,6 +31,8 @@ struct MirrorState: Codable, Equatable {
     var revision: Int64 = 0
     var base: [String: Entry] = [:]
     var pending: [String: Entry] = [:]
+    var pendingAfter: UInt64?
+    var pendingBy: Int32?
 
     init(prefix: String) {
         self.prefix = prefix

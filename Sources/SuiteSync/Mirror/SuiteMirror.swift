@@ -121,11 +121,25 @@ final class MirrorSide {
     var name: String { suite.name }
 
     func save() throws {
+        // Marks of a write-ahead outlive it only to mislead.
+        if state.pending.isEmpty {
+            state.pendingAfter = nil
+            state.pendingBy = nil
+        }
         do {
             try state.save(to: stateFile)
         } catch {
             throw MirrorFailure("cannot write the sync state of \(name): \(error)")
         }
+    }
+
+    /// Saves the state with `pending` just written ahead of a mirrored commit, noting
+    /// the suite's last commit and this process, so that a mirror started after a kill
+    /// can tell from the journal whether the commit was made.
+    func saveWritingAhead() throws {
+        state.pendingAfter = suite.lastCommitSequence
+        state.pendingBy = getpid()
+        try save()
     }
 
     /// The local value's typed JSON text and whether it is a default; nil when absent.
@@ -208,14 +222,27 @@ final class MirrorEngine {
 
     /// Settles the remote changes a killed mirror had written ahead: applied already
     /// (the local value is the pending one), not applied (the local value is the
-    /// base: apply it now), or overtaken by a local change (keep it; the base becomes
-    /// the remote value, so that the local change is sent).
+    /// base, and the suite's journal holds no mirrored commit of the key by that
+    /// mirror since it wrote ahead: apply it now), or overtaken by a local change
+    /// (keep it; the base becomes the remote value, so that the local change is
+    /// sent). A local value equal to the base after such a commit is a local change
+    /// too: the user set the key back (a removal, most often) while no mirror ran.
+    /// Without the journal (history trimmed, a repair, or a state file from before
+    /// the marks), a local value equal to the base is taken as not applied.
     func resolvePending(_ side: MirrorSide) async throws {
         guard !side.state.pending.isEmpty else { return }
+        var committed: Set<String>?
+        if let after = side.state.pendingAfter, let pid = side.state.pendingBy {
+            do {
+                committed = try side.suite.keysOfMirroredCommits(after: after, by: pid)
+            } catch {
+                throw MirrorFailure("cannot read the journal of \(side.name): \(error)")
+            }
+        }
         for (key, remote) in side.state.pending.sorted(by: { $0.key < $1.key }) {
             let base = side.state.base[key]?.value
             let local = side.local(key)?.text
-            if local != remote.value && local == base {
+            if local != remote.value && local == base && committed?.contains(key) != true {
                 try await applyLocally(side, [(key, remote.value)], expecting: [key: base])
             }
             side.state.base[key] = remote
@@ -338,7 +365,7 @@ final class MirrorEngine {
         if !toApply.isEmpty {
             side.state.pending = Dictionary(toApply.map { ($0.key, MirrorState.Entry(value: $0.text, modRevision: $0.modRevision)) },
                                             uniquingKeysWith: { $1 })
-            try side.save()
+            try side.saveWritingAhead()
             let (done, refused) = try await applyLocally(side, toApply.map { ($0.key, $0.text) }, expecting: expecting)
             for change in toApply {
                 if done.contains(change.key) {
@@ -446,7 +473,7 @@ final class MirrorEngine {
         }
         let entry = MirrorState.Entry(value: text, modRevision: keyValue.modRevision)
         side.state.pending[key] = entry
-        try side.save()
+        try side.saveWritingAhead()
         let (done, refused) = try await applyLocally(side, [(key, text)], expecting: [key: defaultText])
         side.state.pending[key] = nil
         side.state.base[key] = entry
@@ -525,7 +552,7 @@ final class MirrorEngine {
             guard let changes = bySuite[name], !changes.isEmpty else { continue }
             let side = sides[name]!
             for change in changes { side.state.pending[change.key] = change.entry }
-            try side.save()
+            try side.saveWritingAhead()
             var expecting: [String: String?] = [:]
             for change in changes { expecting[change.key] = side.state.base[change.key]?.value }
             let (done, refused) = try await applyLocally(side, changes.map { ($0.key, $0.entry.value) }, expecting: expecting)
