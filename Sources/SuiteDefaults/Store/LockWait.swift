@@ -14,8 +14,8 @@
 /// A waiter killed while counted would leave the count above 0 for good, and every
 /// release a wake-up call. So a counted waiter notes the time at every look
 /// (`SharedHeader.waiterLastLook`), and a release that finds a count nobody has
-/// confirmed for `staleCount` sets it to 0; a live waiter that finds its count gone
-/// (it was only slow to look) counts itself again.
+/// confirmed for `staleCountMilliseconds` sets it to 0; a live waiter that finds its
+/// count gone (it was only slow to look) counts itself again.
 struct LockWait {
     static let spinning = Duration.microseconds(100)
     static let longestSleep = Duration.milliseconds(5)
