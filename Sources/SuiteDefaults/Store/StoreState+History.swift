@@ -70,19 +70,30 @@ extension StoreState {
     }
 
     /// Applies the commits after `contents.lastSequence` from the history files, in
-    /// order, up to `target`; a file that does not verify is passed over, and the
-    /// reading stops at a gap.
+    /// order, up to `target` (`historyCommits`).
     private func readHistory(until target: UInt64) {
-        for file in files.historyFiles() where file.lastSequence > contents.lastSequence && file.lastSequence <= target {
+        historyCommits(after: contents.lastSequence, through: target) { apply($0) }
+    }
+
+    /// Runs `body` on each transaction after `sequence` from the history files that
+    /// end by `last`, in order (one file held at a time), and returns the sequence
+    /// number they reach: a file that does not verify is passed over, and the reading
+    /// stops at a gap.
+    @discardableResult
+    private func historyCommits(after sequence: UInt64, through last: UInt64, _ body: (Record) -> Void) -> UInt64 {
+        var reached = sequence
+        for file in files.historyFiles() where file.lastSequence > reached && file.lastSequence <= last {
             guard let records = readHistoryFile(file.name) else { continue }
-            // The file must start at or before what this process has.
+            // The file must start at or before what was reached: a later one cannot fill a gap.
             let first = records.first
             let startsAt = first.map { $0.kind == .snapshot ? $0.sequence : max($0.sequence, 1) - 1 } ?? .max
-            guard startsAt <= contents.lastSequence else { return }
-            for record in records where record.kind == .transaction && record.sequence > contents.lastSequence {
-                apply(record)
+            guard startsAt <= reached else { break }
+            for record in records where record.kind == .transaction && record.sequence > reached {
+                body(record)
+                reached = record.sequence
             }
         }
+        return reached
     }
 
     /// Every commit after `sequence`, in order, from the data file and, where a
@@ -100,33 +111,13 @@ extension StoreState {
         if let first = records.first, first.kind == .snapshot {
             transactions = records.dropFirst()
             if first.sequence > sequence {
-                guard let older = historyCommits(after: sequence, through: first.sequence) else { return nil }
-                commits = older
+                guard historyCommits(after: sequence, through: first.sequence, { commits.append($0) }) == first.sequence else { return nil }
             }
         }
         commits += transactions.filter { $0.sequence > sequence }
         // Only an unbroken run from `sequence` on: a repair may have dropped commits.
         for (index, record) in commits.enumerated() where record.sequence != sequence + UInt64(index) + 1 { return nil }
         return commits
-    }
-
-    /// The transactions after `sequence` through `last` from the history files; nil
-    /// when they do not hold every one.
-    private func historyCommits(after sequence: UInt64, through last: UInt64) -> [Record]? {
-        var commits: [Record] = []
-        var reached = sequence
-        for file in files.historyFiles() where file.lastSequence > reached && reached < last {
-            guard let records = readHistoryFile(file.name) else { continue }
-            // A file starting after what was reached leaves a gap: a later one cannot fill it.
-            let first = records.first
-            let startsAt = first.map { $0.kind == .snapshot ? $0.sequence : max($0.sequence, 1) - 1 } ?? .max
-            guard startsAt <= reached else { return nil }
-            for record in records where record.kind == .transaction && record.sequence > reached && record.sequence <= last {
-                commits.append(record)
-                reached = record.sequence
-            }
-        }
-        return reached == last ? commits : nil
     }
 
     /// The records of one history file, if it is a regular file of ours whose header
