@@ -34,7 +34,8 @@ static void sd_status_from_stat(const struct stat *raw, sd_file_status *status) 
 
 static int sd_status_by_fstatat(int directory, const char *path, int flags, sd_file_status *status) {
     struct stat raw;
-    if (fstatat(directory, path, &raw, flags) != 0) return -1;
+    // A descriptor's NULL path is statx's alone: fstatat gets the empty path.
+    if (fstatat(directory, path ? path : "", &raw, flags) != 0) return -1;
     sd_status_from_stat(&raw, status);
     return 0;
 }
@@ -69,6 +70,18 @@ int sd_read_file_status(int directory, const char *path, int flags, sd_file_stat
     return sd_status_by_fstatat(directory, path, flags, status);
 }
 
+// Set once the kernel refuses a NULL path (before Linux 6.11), after which a
+// descriptor's status is asked for with an empty path.
+static int sd_null_path_refused = 0;
+
 int sd_read_descriptor_status(int descriptor, sd_file_status *status) {
+    // Since Linux 6.11, statx takes a NULL path with AT_EMPTY_PATH and then skips
+    // copying and checking a path string: a tenth of the call, twice per commit.
+    if (!__atomic_load_n(&sd_null_path_refused, __ATOMIC_RELAXED) &&
+        !__atomic_load_n(&sd_statx_missing, __ATOMIC_RELAXED)) {
+        if (sd_read_file_status(descriptor, NULL, AT_EMPTY_PATH, status) == 0) return 0;
+        if (errno != EFAULT) return -1;
+        __atomic_store_n(&sd_null_path_refused, 1, __ATOMIC_RELAXED);
+    }
     return sd_read_file_status(descriptor, "", AT_EMPTY_PATH, status);
 }

@@ -80,9 +80,11 @@ struct HostileRoundSevenTests {
     /// `syscall` (not glibc's statx, which answers an ENOSYS with its own fstatat), by
     /// $SD_SHIM: unset, the real call; "enosys" and "eperm" fail every call so; "eintr"
     /// fails every other call with EINTR; "partial" leaves the inode and the blocks out
-    /// of the answer's mask and puts nonsense in them. It counts the statx calls, those
-    /// asking for a time, and the glibc stat-family calls on paths or descriptors
-    /// under $SD_SHIM_WATCH, into $SD_SHIM_LOG at exit.
+    /// of the answer's mask and puts nonsense in them; "nullpath" answers a NULL path
+    /// with EFAULT, as kernels before 6.11 do. It counts the statx calls, those asking
+    /// for a time, the glibc stat-family calls on paths or descriptors under
+    /// $SD_SHIM_WATCH, and the statx calls with a NULL path that it refused, into
+    /// $SD_SHIM_LOG at exit.
     static let shimSource = #"""
         #define _GNU_SOURCE
         #include <dlfcn.h>
@@ -95,7 +97,7 @@ struct HostileRoundSevenTests {
         #include <sys/stat.h>
         #include <sys/syscall.h>
         #include <unistd.h>
-        static long statx_calls, timed_calls, stat_calls;
+        static long statx_calls, timed_calls, stat_calls, refused_null_calls;
         static int is_mode(const char *name) { const char *mode = getenv("SD_SHIM"); return mode && !strcmp(mode, name); }
         static int watched_path(int directory, const char *path) {
             const char *watch = getenv("SD_SHIM_WATCH");
@@ -131,6 +133,11 @@ struct HostileRoundSevenTests {
             if (is_mode("enosys")) { errno = ENOSYS; return -1; }
             if (is_mode("eperm")) { errno = EPERM; return -1; }
             if (is_mode("eintr") && call % 2 == 1) { errno = EINTR; return -1; }
+            if (is_mode("nullpath") && a2 == 0) {
+                __atomic_add_fetch(&refused_null_calls, 1, __ATOMIC_RELAXED);
+                errno = EFAULT;
+                return -1;
+            }
             long result = real(number, a1, a2, a3, a4, a5, a6);
             if (result == 0 && is_mode("partial")) {
                 buffer->stx_mask &= ~(STATX_INO | STATX_BLOCKS);
@@ -159,7 +166,7 @@ struct HostileRoundSevenTests {
             if (!log) return;
             FILE *file = fopen(log, "a");
             if (!file) return;
-            fprintf(file, "statx %ld timed %ld stat %ld\n", statx_calls, timed_calls, stat_calls);
+            fprintf(file, "statx %ld timed %ld stat %ld null %ld\n", statx_calls, timed_calls, stat_calls, refused_null_calls);
             fclose(file);
         }
         """#
@@ -394,7 +401,7 @@ struct HostileRoundSevenTests {
     @Test(.enabled(if: geteuid() == 0 && HostileRoundSevenTests.haveCLI, "needs root (a second user) and the CLI"))
     func everyScenarioEndsAlikeWhateverStatxAnswers() throws {
         guard let tools = try tools() else { return }
-        let modes: [Mode] = [.plain, .seccomp(EPERM), .seccomp(ENOSYS), .shim("enosys"), .shim("eperm"), .shim("eintr"), .shim("partial")]
+        let modes: [Mode] = [.plain, .seccomp(EPERM), .seccomp(ENOSYS), .shim("enosys"), .shim("eperm"), .shim("eintr"), .shim("partial"), .shim("nullpath")]
         _ = chmod(directory.path, 0o711)
         // Another user reaches the built programs only where every directory above them
         // lets it (a checkout in a 0700 directory does not): the launcher then cannot
@@ -451,10 +458,15 @@ struct HostileRoundSevenTests {
                 #expect(!counts.isEmpty, "\(mode): the shim was not loaded")
                 for line in counts.split(separator: "\n") {
                     let numbers = line.split(separator: " ").compactMap { Int($0) }
-                    guard numbers.count == 3 else { continue }
+                    guard numbers.count == 4 else { continue }
                     #expect(numbers[1] == 0, "\(mode): a statx asked for a time: \(line)")
-                    // Once statx is found missing, it is not asked again.
+                    // Once statx is found missing, it is not asked again; once a NULL
+                    // path is refused, it is not offered again.
                     if shimMode == "enosys" || shimMode == "eperm" { #expect(numbers[0] <= 2, "\(mode): \(line)") }
+                    #expect(numbers[3] <= 1, "\(mode): a NULL path offered again after its refusal: \(line)")
+                }
+                if shimMode == "nullpath" {
+                    #expect(counts.contains(" null 1\n"), "\(mode): no process offered a NULL path: \(counts)")
                 }
             }
         }
