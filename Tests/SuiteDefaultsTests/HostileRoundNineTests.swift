@@ -40,7 +40,7 @@ struct HostileRoundNineTests {
 
     /// A writer dies with its record written whole (`recordWritten`): the generation
     /// stays odd.
-    func killAWriterInsideItsCommit(at place: URL, suite name: String, point: String = "recordWritten") {
+    static func killAWriterInsideItsCommit(at place: URL, suite name: String, point: String = "recordWritten") {
         var options = ["point": point, "key": "dead", "value": "x"]
         if point == "compactionRenamed" { options["compact"] = "1" }
         guard let dying = try? startWorker("pause", at: place, suite: name, options) else {
@@ -86,7 +86,7 @@ struct HostileRoundNineTests {
         #expect(watcher.waitForLines(timeout: .seconds(30)) { Self.parse($0).count >= 5 }, "\(watcher.lines) \(watcher.standardError)")
         #expect(watcher.waitForError(containing: "watching", timeout: .seconds(30)))
 
-        killAWriterInsideItsCommit(at: place, suite: name, point: point)
+        Self.killAWriterInsideItsCommit(at: place, suite: name, point: point)
         let deadCounts = point != "commitStarted" && point != "partialRecordWritten"
         // The read-only process hears the dead writer's record as soon as it looks;
         // this process repairs the file only after that, so that the test covers the
@@ -113,7 +113,7 @@ struct HostileRoundNineTests {
         let suite = try Suite(named: name, directory: directory.url, options: .init(lockTimeout: lockTimeout))
         for index in 0..<20 { try suite.set("v\(index)", forKey: "k\(index % 5)") }
         #expect(suite.string(forKey: "k4") == "v19")
-        killAWriterInsideItsCommit(at: directory.url, suite: name)
+        Self.killAWriterInsideItsCommit(at: directory.url, suite: name)
         let holder = try Self.holdSharedLock(on: directory.file(name + ".suite.lock").path)
         holder.expectLine(startingWith: "held")
         holder.signal(SIGSTOP)

@@ -532,23 +532,43 @@ final class StoreState: @unchecked Sendable {
     /// For a suite this process may only read: reads the whole file without repairing
     /// anything, keeping every record that verifies. Without a lock file, the file is
     /// read again only when it changed (another inode or size), which a `stat` tells.
+    ///
+    /// Like a locked load, it keeps the file open and notes its ID and how far it was
+    /// read, so that the next locked catch-up reads on from there: taking the file for
+    /// a new one, it would hand every key removed and every commit again to observers.
     func loadWithoutRepair() throws {
         guard let (descriptor, status) = try files.openDataFile(writable: false) else {
+            dataFile?.close()
+            dataFile = nil
             replaceContents(with: SuiteContents())
             view = View(generation: header?.generation ?? 0, isLoaded: header != nil)
             return
         }
-        defer { descriptor.close() }
-        if lockFile == nil, let last = view.lockless, last == status { return }
-        let bytes = try readWholeDataFile(descriptor, status: status)
-        // Without the lock, a writer may be appending: what is cut short at the end is
-        // a commit still in progress, not damage.
-        let scan = try scanRefusingForeign(bytes, committedLength: nil)
+        if lockFile == nil, let last = view.lockless, last == status {
+            descriptor.close()
+            return
+        }
+        let scan: DataFileScan
+        do {
+            let bytes = try readWholeDataFile(descriptor, status: status)
+            // Without the lock, a writer may be appending: what is cut short at the end is
+            // a commit still in progress, not damage.
+            scan = try scanRefusingForeign(bytes, committedLength: nil)
+        } catch {
+            descriptor.close()
+            throw error
+        }
         if scan.verdict == .damaged {
             diagnose(.repairedDamage, "The suite file is damaged (\(scan.firstProblem?.description ?? "unreadable bytes")); it is read-only here, so \(scan.recordCount) intact records were read and the file was left as it is.")
         }
         replaceContents(with: scan.contents)
-        view = View(generation: header?.generation ?? 0, isLoaded: header != nil, lockless: lockFile == nil ? status : nil)
+        dataFile?.close()
+        dataFile = descriptor
+        // Only as far as the records follow one another from the start: a writer cuts a
+        // record cut short off there and appends in its place, and a read on from damage
+        // does not verify, so it comes back here.
+        view = View(generation: header?.generation ?? 0, dataFileID: scan.fileID ?? 0, length: scan.validEnd,
+                    isLoaded: header != nil, lockless: lockFile == nil ? status : nil)
     }
 
     /// Reads a whole data file, refusing one larger than the format allows before
