@@ -213,15 +213,20 @@ public final class Suite: SuiteWritable, Sendable {
     /// Every key that a mirrored commit (`updateAsMirror`) of the process `pid` set or
     /// removed after the commit `sequence`; nil when the journal, with its history
     /// (`Options.changeHistorySize`), no longer holds every commit since (history
-    /// trimmed or not kept, a repair) or does not verify.
+    /// trimmed or not kept, a repair) or does not verify. The commits are visited one
+    /// by one, holding one file at a time (the data file, and one history file).
+    ///
+    /// - Throws: `SuiteError`; `.lockTimeout` when reading the latest state needs the
+    ///   suite's lock (a writer stopped inside a commit, a repair) and another process
+    ///   holds it past `Options.lockTimeout`.
     package func keysOfMirroredCommits(after sequence: UInt64, by pid: Int32) throws -> Set<String>? {
-        guard let commits = try store.commits(after: sequence, lockTimeout: options.lockTimeout) else { return nil }
         var keys: Set<String> = []
-        for record in commits where record.pid == pid && record.flags.contains(.mirrored) {
+        let complete = try store.forEachCommit(after: sequence, lockTimeout: options.lockTimeout) { record in
+            guard record.pid == pid, record.flags.contains(.mirrored) else { return }
             // A mirror never removes everything; `removeAll` names no key.
             for operation in record.operations { if let key = operation.key { keys.insert(key) } }
         }
-        return keys
+        return complete ? keys : nil
     }
 
     /// A stored value and whether it is a first-access default.

@@ -139,6 +139,32 @@ struct DefaultsAndMirrorTests {
         #expect(try suite.keysOfMirroredCommits(after: suite.lastCommitSequence, by: me) == [])
     }
 
+    /// Commits spread over several history files and the data file are each found; a
+    /// history file missing in the middle leaves no answer (nil) for what it held, while
+    /// the commits after it are still found.
+    @Test func aMirrorsCommitsAreFoundAcrossHistoryFilesAndAGapGivesNoAnswer() throws {
+        let suite = try open()
+        try suite.set("x", forKey: "before")
+        let start = suite.lastCommitSequence
+        let me = getpid()
+        var compactedAt: [UInt64] = []
+        for round in 0..<3 {
+            try suite.updateAsMirror { try $0.setValue(.integer(round), forKey: "mirrored.\(round)") }
+            try suite.set(round, forKey: "plain")
+            try suite.compact()
+            compactedAt.append(suite.lastCommitSequence)
+        }
+        try suite.updateAsMirror { try $0.setValue("later", forKey: "after") }
+        #expect(try suite.keysOfMirroredCommits(after: start, by: me) == ["mirrored.0", "mirrored.1", "mirrored.2", "after"])
+
+        // The history file of the second compaction (named by its last sequence number).
+        let hex = String(compactedAt[1], radix: 16)
+        let middle = "prefs.suite.h." + String(repeating: "0", count: 16 - hex.count) + hex
+        try FileManager.default.removeItem(atPath: directory.url.appendingPathComponent(middle).path)
+        #expect(try suite.keysOfMirroredCommits(after: start, by: me) == nil)
+        #expect(try suite.keysOfMirroredCommits(after: compactedAt[1], by: me) == ["mirrored.2", "after"])
+    }
+
     @Test func aFileOfVersion2IsReadAndOneOfVersion3Refused() throws {
         let suite = try open()
         try suite.updateAsMirror { try $0.setValue("remote", forKey: "b") }

@@ -8,7 +8,8 @@ import TestSupport
 
 /// `suite-sync` against what a hostile or careless neighbour does to its files and its
 /// suite: a second `suite-sync` on the same state, a FIFO where the state goes, the
-/// longest suite name, an app stopped while it holds the suite's lock.
+/// longest suite name, an app stopped while it holds the suite's lock (also while a
+/// restarted `suite-sync` opens the suite and reads its journal).
 @Suite("suite-sync against hostile local conditions", .needsEtcd, .serialized)
 struct MirrorHostileTests {
     static let prefix = "/suite-defaults/hostile"
@@ -139,6 +140,107 @@ struct MirrorHostileTests {
             try machine.values("s")["remote"] == #""from etcd""#
         }
         #expect(mirror.wait(timeout: .milliseconds(1)) == nil)
+    }
+
+    /// A `suite-sync` restarted after a kill with a change still written ahead, while a
+    /// stopped app holds the suite's lock: it says it waits, does not stop, and once the
+    /// lock is free settles the change by the journal, so that the removal the user made
+    /// while it was down is sent, not undone.
+    @Test func aRestartWithAPendingChangeWaitsForALockedSuiteAndKeepsARemovalMadeWhileDown() async throws {
+        let rig = try await MirrorRig(["a"], prefix: Self.prefix, suites: ["s"])
+        let (client, machine) = (rig.client, rig.machines[0])
+        try await Self.killAfterApplyingThenRemoveLocally(machine, client, key: "other")
+
+        let holder = try startWorker("hold-lock", at: machine.directory.url, suite: "s")
+        defer { _ = holder.kill() }
+        holder.expectLine(startingWith: "holding")
+        holder.signal(SIGSTOP)
+        let mirror = try await machine.start(waitUntilWatching: false)
+        let said = try await blocking {
+            mirror.waitForLine(timeout: .seconds(20)) { $0.contains("\"error\"") && $0.contains("retrying") }
+        }
+        try #require(said != nil, "\(mirror.lines.suffix(5)); \(mirror.standardError)")
+        #expect(mirror.wait(timeout: .seconds(3)) == nil, "suite-sync stopped: \(mirror.lines.suffix(3))")
+
+        _ = holder.kill()
+        try await Self.expectRemovalSent(of: "other", by: mirror, machine, client)
+    }
+
+    /// The same with the lock taken between the opening of the suite and the reading of
+    /// its journal: by an app stopped inside a commit, which a reader must wait for.
+    /// Suite `t`, opened after `s`, is locked first so that the app can stop in time.
+    @Test func aRestartWhoseJournalReadMeetsAWriterStoppedInACommitWaitsAndKeepsTheRemoval() async throws {
+        let rig = try await MirrorRig(["a"], prefix: Self.prefix, suites: ["s", "t"])
+        let (client, machine) = (rig.client, rig.machines[0])
+        try await Self.killAfterApplyingThenRemoveLocally(machine, client, key: "other")
+
+        let holderOfT = try startWorker("hold-lock", at: machine.directory.url, suite: "t")
+        defer { _ = holderOfT.kill() }
+        holderOfT.expectLine(startingWith: "holding")
+        holderOfT.signal(SIGSTOP)
+        let mirror = try await machine.start(waitUntilWatching: false)
+        // Said once s is open: suites are opened in order, and t's lock is waited for.
+        let waitsForT = try await blocking {
+            mirror.waitForLine(timeout: .seconds(20)) { $0.contains("\"error\"") && $0.contains(" t: ") && $0.contains("retrying") }
+        }
+        try #require(waitsForT != nil, "\(mirror.lines.suffix(5)); \(mirror.standardError)")
+
+        let writer = try startWorker("pause", at: machine.directory.url, suite: "s",
+                                     ["point": "commitStarted", "key": "x", "value": "y"])
+        defer { _ = writer.kill() }
+        writer.expectLine(startingWith: "paused commitStarted")
+        _ = holderOfT.kill()
+        let waitsForTheJournal = try await blocking {
+            mirror.waitForLine(timeout: .seconds(20)) { $0.contains("\"error\"") && $0.contains("journal of s") && $0.contains("retrying") }
+        }
+        try #require(waitsForTheJournal != nil, "\(mirror.lines.suffix(5)); \(mirror.standardError)")
+        #expect(mirror.wait(timeout: .seconds(3)) == nil, "suite-sync stopped: \(mirror.lines.suffix(3))")
+
+        _ = writer.kill()
+        try await Self.expectRemovalSent(of: "other", by: mirror, machine, client)
+    }
+
+    /// Leaves `machine` as a `suite-sync` SIGKILLed between its mirrored commit of a
+    /// remote value of `key` (in suite `s`) and the save after it leaves it: the value
+    /// still pending, the base not yet it. Then the user removes the key, as while no
+    /// mirror runs.
+    static func killAfterApplyingThenRemoveLocally(_ machine: Machine, _ client: EtcdClient, key: String) async throws {
+        try await machine.start()
+        let sequence = try machine.suite("s").lastCommitSequence
+        let pid = try #require(machine.process).pid
+        try await client.put(bytes("\(Self.prefix)/s/\(key)"), value: bytes(#""from etcd""#))
+        let statePath = machine.directory.url.appendingPathComponent(Self.stateFileName("s")).path
+        try await eventually(.seconds(20), "the state agreeing on \(key)", describe: { "\(try SuiteMirrorTests.readState(statePath))" }) {
+            let state = try SuiteMirrorTests.readState(statePath)
+            return (state["base"] as? [String: Any])?[key] != nil && (state["pending"] as? [String: Any])?.isEmpty == true
+        }
+        await machine.kill()
+
+        var state = try SuiteMirrorTests.readState(statePath)
+        var base = try #require(state["base"] as? [String: Any])
+        let entry = try #require(base[key])
+        base[key] = nil
+        state["base"] = base
+        state["pending"] = [key: entry]
+        state["pendingAfter"] = sequence
+        state["pendingBy"] = pid
+        try SuiteMirrorTests.writeState(state, statePath)
+        #expect(try machine.values("s")[key] == #""from etcd""#)
+        try machine.suite("s").setValue(nil, forKey: key)
+    }
+
+    /// Waits until `mirror` has sent the local removal of `key` in suite `s` (absent
+    /// here and in etcd, not applied again), still running.
+    static func expectRemovalSent(of key: String, by mirror: ChildProcess, _ machine: Machine, _ client: EtcdClient) async throws {
+        let watching = try await blocking { mirror.waitForLine(timeout: .seconds(30)) { $0.contains("\"event\":\"watching\"") } }
+        try #require(watching != nil, "\(mirror.lines.suffix(5)); \(mirror.standardError)")
+        try await eventually(.seconds(20), "the removal in etcd", describe: { "\(mirror.lines.suffix(3))" }) {
+            try await etcdValues(client, prefix: Self.prefix).values["s/\(key)"] == nil
+        }
+        #expect(try machine.values("s")[key] == nil)
+        #expect(mirror.lines.contains { $0.contains("\"event\":\"sent\"") && $0.contains("\"\(key)\"") && $0.contains("delete") },
+                "\(mirror.lines.suffix(5))")
+        #expect(mirror.wait(timeout: .milliseconds(1)) == nil, "\(mirror.standardError)")
     }
 
     /// Keys whose NFC the standard library and Foundation disagree on (an old Hangul

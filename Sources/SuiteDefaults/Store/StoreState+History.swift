@@ -96,28 +96,40 @@ extension StoreState {
         return reached
     }
 
-    /// Every commit after `sequence`, in order, from the data file and, where a
-    /// compaction replaced it since, the history files; nil when they no longer hold
-    /// every one (history trimmed or never kept, a repair) or a record does not
-    /// verify. What a mirror asks to learn whether a change it wrote ahead reached
-    /// the suite (`Suite.keysOfMirroredCommits`).
-    func commits(after sequence: UInt64) -> [Record]? {
-        guard view.isLoaded, let dataFile, view.length >= DataFileHeader.size, view.length <= FormatLimits.maximumFileSize,
-              let bytes = try? dataFile.read(count: view.length, at: 0), bytes.count == view.length,
-              let records = Self.records(in: bytes, from: DataFileHeader.size, after: nil)
-        else { return nil }
-        var commits: [Record] = []
+    /// Runs `body` on every commit after `sequence`, in order: from the history files,
+    /// where a compaction replaced the data file since (one file held at a time), then
+    /// from the data file. False when they no longer hold every one (history trimmed or
+    /// never kept, a repair) or a record does not verify; `body` may have seen some by
+    /// then. What a mirror asks to learn whether a change it wrote ahead reached the
+    /// suite (`Suite.keysOfMirroredCommits`): visited rather than returned, since the
+    /// commits since may span every history file a writer's options keep.
+    func forEachCommit(after sequence: UInt64, _ body: (Record) -> Void) -> Bool {
+        guard let records = dataFileRecords() else { return false }
+        // Only an unbroken run from `sequence` on: a repair may have dropped commits.
+        var reached = sequence
+        var unbroken = true
+        func visit(_ record: Record) {
+            unbroken = unbroken && record.sequence == reached + 1
+            reached = record.sequence
+            if unbroken { body(record) }
+        }
         var transactions = records[...]
         if let first = records.first, first.kind == .snapshot {
             transactions = records.dropFirst()
             if first.sequence > sequence {
-                guard historyCommits(after: sequence, through: first.sequence, { commits.append($0) }) == first.sequence else { return nil }
+                guard historyCommits(after: sequence, through: first.sequence, visit) == first.sequence, unbroken else { return false }
             }
         }
-        commits += transactions.filter { $0.sequence > sequence }
-        // Only an unbroken run from `sequence` on: a repair may have dropped commits.
-        for (index, record) in commits.enumerated() where record.sequence != sequence + UInt64(index) + 1 { return nil }
-        return commits
+        for record in transactions where record.sequence > sequence { visit(record) }
+        return unbroken
+    }
+
+    /// The records of the data file up to the committed length, if every one verifies.
+    private func dataFileRecords() -> [Record]? {
+        guard view.isLoaded, let dataFile, view.length >= DataFileHeader.size, view.length <= FormatLimits.maximumFileSize,
+              let bytes = try? dataFile.read(count: view.length, at: 0), bytes.count == view.length
+        else { return nil }
+        return Self.records(in: bytes, from: DataFileHeader.size, after: nil)
     }
 
     /// The records of one history file, if it is a regular file of ours whose header

@@ -181,15 +181,16 @@ final class SuiteStore: Sendable {
         }
     }
 
-    /// Every commit after `sequence`, read after a refresh (see `StoreState.commits(after:)`);
-    /// nil when the journal and its history no longer hold every one.
-    func commits(after sequence: UInt64, lockTimeout: Duration?) throws -> [Record]? {
+    /// Runs `body` on every commit after `sequence`, in order, read after a refresh (see
+    /// `StoreState.forEachCommit(after:_:)`); false when the journal and its history no
+    /// longer hold every one.
+    func forEachCommit(after sequence: UInt64, lockTimeout: Duration?, _ body: (Record) -> Void) throws -> Bool {
         do {
             try refresh(lockTimeout: lockTimeout)
         } catch {
             throw SuiteError(error, suite: name, doing: "read the suite")
         }
-        return try withState { $0.commits(after: sequence) }
+        return try withState { $0.forEachCommit(after: sequence, body) }
     }
 
     /// Whether the contents are the committed state as far as the shared header says,

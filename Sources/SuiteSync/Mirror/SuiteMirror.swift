@@ -59,11 +59,14 @@ public final class SuiteMirror: Sendable {
 
     /// Reconciles every suite with etcd, then, unless `once`, mirrors until the task is
     /// cancelled. Throws only what retrying cannot mend: an unusable suite or state
-    /// file, refused credentials, an etcd whose revisions went backwards.
+    /// file, refused credentials, an etcd whose revisions went backwards. A suite whose
+    /// lock another process holds (an app stopped or stuck) is waited for, however
+    /// long, with `once` too.
     public func run(once: Bool = false) async throws {
         let (inbox, continuation) = AsyncStream<MirrorInput>.makeStream()
-        let engine = try MirrorEngine(mirror: self, inbox: continuation)
+        let engine = MirrorEngine(mirror: self, inbox: continuation)
         defer { engine.stop() }
+        try await engine.open()
         report(.started(suites: engine.sides.count, prefix: engine.keys.prefix))
         for name in engine.order { try await engine.resolvePending(engine.sides[name]!) }
         var revision = try await engine.reconcileAll()
@@ -163,13 +166,20 @@ final class MirrorEngine {
     var client: EtcdClient { mirror.client }
     func report(_ event: MirrorEvent) { mirror.report(event) }
 
-    init(mirror: SuiteMirror, inbox: AsyncStream<MirrorInput>.Continuation) throws {
+    init(mirror: SuiteMirror, inbox: AsyncStream<MirrorInput>.Continuation) {
         self.mirror = mirror
         self.keys = MirrorKeys(prefix: mirror.configuration.prefix)
         self.inbox = inbox
+    }
+
+    /// Opens every suite and its state file, and observes the suite. A process's first
+    /// read of a suite needs its lock: a suite whose lock another process holds past the
+    /// lock timeout is opened again once it is free (`waitingForTheSuiteLock`).
+    func open() async throws {
         let directory = mirror.configuration.directory ?? Suite.defaultDirectory()
+        let inbox = self.inbox
         for name in mirror.configuration.suites {
-            let suite = try Suite(named: name, directory: directory)
+            let suite = try await waitingForTheSuiteLock("cannot open \(name)") { try Suite(named: name, directory: directory) }
             guard sides[suite.name] == nil else { continue }
             let path = suite.directory.path + "/" + MirrorState.fileName(suite: suite.name, prefix: keys.prefix)
             let temporaryPath = suite.directory.path + "/" + MirrorState.temporaryFileName(suite: suite.name, prefix: keys.prefix)
@@ -218,6 +228,27 @@ final class MirrorEngine {
         }
     }
 
+    /// Runs `body` until it does not fail with `SuiteError` `.lockTimeout`: another
+    /// process (an app stopped or stuck) holds the suite's lock. Says so once (`what`,
+    /// the error, "retrying") and tries again, waiting 50 ms doubling to 2 s, as long
+    /// as it takes: a lock held for a while is no reason for a daemon to stop, and going
+    /// on without what `body` does could lose a change or undo one. Other errors are
+    /// thrown as they are.
+    func waitingForTheSuiteLock<T>(_ what: String, _ body: () throws -> T) async throws -> T {
+        var delay = Duration.milliseconds(50)
+        var reported = false
+        while true {
+            do {
+                return try body()
+            } catch let error as SuiteError where error.code == .lockTimeout {
+                if !reported { report(.error("\(what): \(error.message); retrying")) }
+                reported = true
+                try await Task.sleep(for: delay)
+                delay = min(delay * 2, .seconds(2))
+            }
+        }
+    }
+
     // MARK: Pending remote changes
 
     /// Settles the remote changes a killed mirror had written ahead: applied already
@@ -229,13 +260,21 @@ final class MirrorEngine {
     /// too: the user set the key back (a removal, most often) while no mirror ran.
     /// Without the journal (history trimmed, a repair, or a state file from before
     /// the marks), a local value equal to the base is taken as not applied.
+    ///
+    /// A suite whose lock another process holds while the journal is read (reading it
+    /// may need the lock: a writer stopped inside a commit) is read again once the lock
+    /// is free, however long that takes. Never the rule without the journal instead:
+    /// for a key removed while no mirror ran, that would apply the pending value again
+    /// and undo the removal for good.
     func resolvePending(_ side: MirrorSide) async throws {
         guard !side.state.pending.isEmpty else { return }
         var committed: Set<String>?
         if let after = side.state.pendingAfter, let pid = side.state.pendingBy {
             do {
-                committed = try side.suite.keysOfMirroredCommits(after: after, by: pid)
-            } catch {
+                committed = try await waitingForTheSuiteLock("cannot read the journal of \(side.name)") {
+                    try side.suite.keysOfMirroredCommits(after: after, by: pid)
+                }
+            } catch let error where !(error is CancellationError) {
                 throw MirrorFailure("cannot read the journal of \(side.name): \(error)")
             }
         }
@@ -261,19 +300,12 @@ final class MirrorEngine {
     @discardableResult
     func applyLocally(_ side: MirrorSide, _ changes: [(key: String, text: String?)], expecting: [String: String?])
         async throws -> (applied: Set<String>, refused: Set<String>) {
-        var delay = Duration.milliseconds(50)
-        var reported = false
-        while true {
-            do {
-                return try applyLocallyOnce(side, changes, expecting: expecting)
-            } catch let error as SuiteError where error.code == .lockTimeout {
-                if !reported { report(.error("cannot write to \(side.name): \(error.message); retrying")) }
-                reported = true
-                try await Task.sleep(for: delay)
-                delay = min(delay * 2, .seconds(2))
-            } catch {
-                throw MirrorFailure("cannot write to \(side.name): \(error)")
+        do {
+            return try await waitingForTheSuiteLock("cannot write to \(side.name)") {
+                try applyLocallyOnce(side, changes, expecting: expecting)
             }
+        } catch let error where !(error is CancellationError) {
+            throw MirrorFailure("cannot write to \(side.name): \(error)")
         }
     }
 
