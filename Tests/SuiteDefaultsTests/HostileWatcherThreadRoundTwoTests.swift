@@ -346,7 +346,11 @@ struct HostileWatcherThreadRoundTwoTests {
         Thread {
             defer { helpersEnded.leave() }
             var round = 0
-            while !stop.current {
+            // Under a loaded machine the producers can keep the queue busy for all of
+            // their run: the borrower then goes on after them, until it has borrowed
+            // once (within a deadline), so that the test always tests a borrow.
+            let deadline = Date().addingTimeInterval(30)
+            while !stop.current || (borrowedRuns.current == 0 && Date() < deadline) {
                 round += 1
                 let borrowed = queue.runHereIfIdle {
                     if round % 3 == 0 { enqueue(mayRunElsewhere: true) }
