@@ -146,7 +146,13 @@ func run(_ invocation: Invocation) throws {
             let source = given[1] == "-" ? "standard input" : given[1]
             throw ToolError.usage("\(source) is not UTF-8 at byte \(error.offset); an import must be UTF-8 JSON text. Nothing was written.")
         }
-        try invocation.suite(name, mustExist: false).importJSON(text)
+        do {
+            try invocation.suite(name, mustExist: false).importJSON(text)
+        } catch let error as SuiteError where ToolError.exitStatus(for: error.code) == 2 {
+            // The library's message leaves the key out, and a long file's bad member is found by it.
+            guard let key = error.key else { throw error }
+            throw ToolError.usage("key \(lineKey(key)): \(error.message) Nothing was imported.")
+        }
 
     case "help":
         let given = try arguments(0...1)

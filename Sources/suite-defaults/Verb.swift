@@ -107,8 +107,28 @@ struct Verb {
             then 3. To look for a WORD that is -h or --help, put -- before find.
             """),
         Verb(names: ["list", "domains"], forms: ["list"], summary: "the suites in the directory; domains is the same"),
-        Verb(names: ["export"], forms: ["export SUITE"], summary: "every stored value as typed JSON, to standard output"),
-        Verb(names: ["import"], forms: ["import SUITE FILE"], summary: "replace the suite's contents with FILE (- for stdin)"),
+        Verb(names: ["export"], forms: ["export SUITE"], summary: """
+            every stored value as typed JSON, to standard output,
+            defaults marked as such. See help export
+            """, details: """
+            One JSON object of the keys, sorted, that import reads back to the same
+            values, types and bytes: data is {"$data": base64}, a date {"$date": ...},
+            encoded JSON {"$json": ...}. A first-access default (stored by a program's
+            setIfAbsent, say, rather than chosen) is "KEY": {"$default": VALUE}, so
+            that import stores it as a default again; every other value is written as
+            it always was.
+            """),
+        Verb(names: ["import"], forms: ["import SUITE FILE"], summary: """
+            replace the suite's contents with FILE (- for stdin),
+            defaults as defaults. See help import
+            """, details: """
+            FILE is what export writes, UTF-8 JSON, and replaces everything stored in
+            one transaction. "KEY": {"$default": VALUE} stores VALUE as a first-access
+            default, every other member as a choice; an export without such marks
+            imports every value as a choice. A "$default" anywhere else (inside a
+            value, doubled, alone), bad JSON, or a key or value no write takes is a
+            usage error (naming the key of a bad member), and nothing is written.
+            """),
         Verb(names: ["help"], forms: ["help [COMMAND]"], summary: "print this help, or COMMAND's"),
     ]
 

@@ -130,6 +130,38 @@ struct CommandLineToolTests {
         #expect(copy.storedValues() == suite.storedValues(), "a failed import changes nothing")
     }
 
+    @Test func exportAndImportKeepWhichValuesAreDefaults() throws {
+        let suite = try Suite(named: "source", directory: directory.url)
+        try suite.setIfAbsent("metric", forKey: "units")
+        try suite.set("Ann", forKey: "name")
+        try suite.setIfAbsent(Date(timeIntervalSince1970: 1_795_342_500), forKey: "first launch")
+        let exported = try run("export", "source")
+        #expect(exported.status == .exited(0), "\(exported.errors)")
+        #expect(exported.lines == [
+            "{", #"  "first launch": {"#, #"    "$default": {"#, #"      "$date": "2026-11-22T10:15:00Z""#, "    }", "  },",
+            #"  "name": "Ann","#, #"  "units": {"#, #"    "$default": "metric""#, "  }", "}",
+        ])
+        try directory.write(Array(exported.lines.joined(separator: "\n").utf8), to: "export.json")
+        let copy = try Suite(named: "copy", directory: directory.url)
+        try copy.set("imperial", forKey: "units")
+        let imported = try run("import", "copy", directory.file("export.json").path)
+        #expect(imported.status == .exited(0), "\(imported.errors)")
+        #expect(copy.storedEntries() == suite.storedEntries())
+        #expect(copy.storedEntries()["units"]?.isDefault == true)
+
+        // A mark anywhere but around a top-level value is a usage error that writes nothing.
+        let bad = try run("import", "copy", "-", input: #"{"name": "Bob", "units": {"$default": {"$default": "metric"}}}"#)
+        #expect(bad.status == .exited(2), "\(bad.errors)")
+        #expect(bad.errors.contains("$default") && bad.errors.contains("units"), "\(bad.errors)")
+        #expect(copy.storedEntries() == suite.storedEntries(), "a refused import changes nothing")
+
+        // An export made before defaults were marked imports every value as a choice.
+        let old = try run("import", "copy", "-", input: #"{"name": "Ann", "units": "metric"}"#)
+        #expect(old.status == .exited(0), "\(old.errors)")
+        #expect(copy.storedValues() == ["name": "Ann", "units": "metric"])
+        #expect(copy.storedEntries().mapValues(\.isDefault) == ["name": false, "units": false])
+    }
+
     @Test func aDamagedOrForeignFileExitsWithStatusThree() throws {
         try directory.write(Array("{\"not\": \"a suite\"}".utf8), to: "foreign.suite")
         let outcome = try run("read", "foreign")

@@ -54,12 +54,7 @@ extension SuiteValue {
         case .array(let elements):
             return .array(elements.map { $0.jsonNode(style: style) })
         case .dictionary(let entries):
-            let node = JSONNode.object(entries.keys.sorted().map { ($0, entries[$0]!.jsonNode(style: style)) })
-            // A lone key starting with "$" would read back as a tag.
-            if style == .typed, entries.count == 1, entries.keys.first!.hasPrefix("$") {
-                return tagged("$dictionary", node)
-            }
-            return node
+            return Self.objectNode(entries.keys.sorted().map { ($0, entries[$0]!.jsonNode(style: style)) }, style: style)
         case .json(let data):
             guard style == .typed else {
                 // Stored JSON was checked when it was stored; damage is shown as a string.
@@ -69,6 +64,15 @@ extension SuiteValue {
             // Reading "$json" drops the whitespace around the value, so such text goes as a string.
             return tagged("$jsontext", .string(String(decoding: data, as: UTF8.self)))
         }
+    }
+
+    /// An object of `members`, in their order: in the typed style, one whose only key
+    /// starts with `$` is written `{"$dictionary": {...}}`, since it would read back as
+    /// a tag. A dictionary value and a whole suite's export are both written this way.
+    static func objectNode(_ members: [(key: String, value: JSONNode)], style: JSONStyle) -> JSONNode {
+        let node = JSONNode.object(members)
+        guard style == .typed, members.count == 1, members[0].key.hasPrefix("$") else { return node }
+        return .object([("$dictionary", node)])
     }
 
     /// Stored JSON text that can be embedded as it is: valid, and neither beginning nor
@@ -89,14 +93,19 @@ extension SuiteValue {
     ///   twice in one object, and for an unknown or malformed tag (an object whose only
     ///   key starts with `$`).
     @_spi(Tools) public init(jsonText: String) throws {
-        let node: JSONNode
+        self = try SuiteValue(Self.typedNode(parsing: jsonText))
+    }
+
+    /// Typed JSON text parsed, not yet read as a value.
+    ///
+    /// - Throws: `SuiteError` `.invalidValue` for text that is not JSON.
+    static func typedNode(parsing text: String) throws -> JSONNode {
         do {
             // "$json" values are kept as their text, so that they are stored byte for byte.
-            node = try JSONParser.parse(jsonText, verbatimKey: "$json")
+            return try JSONParser.parse(text, verbatimKey: "$json")
         } catch {
             throw SuiteError(.invalidValue, message: "The text is not valid JSON: \(error).")
         }
-        self = try SuiteValue(node)
     }
 
     init(_ node: JSONNode) throws {
@@ -158,6 +167,11 @@ extension SuiteValue {
         case "$dictionary":
             guard case .object(let members) = inner else { throw invalid("an object") }
             self = .dictionary(try Self.entries(members))
+        case Suite.defaultMark:
+            // Not a value: it marks one, and only where an import reads it.
+            throw SuiteError(.invalidValue, message: "\"\(tag)\" is not a value: it marks a first-access default, and only around "
+                             + "the value of a key of an export's top-level object; it cannot be stored, nested in a value or doubled. "
+                             + "Write a dictionary with such a key as {\"$dictionary\": {\"\(tag)\": ...}}.")
         default:
             throw SuiteError(.invalidValue, message: "\"\(tag)\" is not a tag: an object whose only key starts with \"$\" is one. "
                              + "Write a dictionary with such a key as {\"$dictionary\": {\"\(tag)\": ...}}.")
@@ -166,10 +180,18 @@ extension SuiteValue {
 
     /// The members of an object as a dictionary, each value read as typed JSON.
     private static func entries(_ members: [(key: String, value: JSONNode)]) throws -> [String: SuiteValue] {
-        var entries: [String: SuiteValue] = [:]
+        try entries(members) { _, value in try SuiteValue(value) }
+    }
+
+    /// The members of an object by key, each read by `read` (given its key and its
+    /// value), refusing a key twice: a dictionary value's members, and those of a whole
+    /// suite's import.
+    static func entries<Entry>(_ members: [(key: String, value: JSONNode)],
+                               reading read: (String, JSONNode) throws -> Entry) throws -> [String: Entry] {
+        var entries: [String: Entry] = [:]
         for member in members {
             // Swift keys are equal when canonically equivalent, so "é" spelled two ways is one key.
-            guard entries.updateValue(try SuiteValue(member.value), forKey: member.key) == nil else {
+            guard entries.updateValue(try read(member.key, member.value), forKey: member.key) == nil else {
                 throw SuiteError(.invalidValue, key: member.key,
                                  message: "The key is in one object twice (perhaps spelled two canonically equivalent ways).")
             }
