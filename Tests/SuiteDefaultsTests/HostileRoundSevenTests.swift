@@ -506,7 +506,7 @@ struct HostileRoundSevenTests {
         #expect(counts.count == 7, "\(counts)")
         for line in counts {
             let numbers = line.split(separator: " ").compactMap { Int($0) }
-            #expect(numbers.count == 3 && numbers[0] > 0 && numbers[1] == 0 && numbers[2] == 0, "\(line)")
+            #expect(numbers.count == 4 && numbers[0] > 0 && numbers[1] == 0 && numbers[2] == 0 && numbers[3] == 0, "\(line)")
         }
     }
 
