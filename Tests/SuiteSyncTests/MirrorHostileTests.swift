@@ -151,15 +151,10 @@ struct MirrorHostileTests {
         let (client, machine) = (rig.client, rig.machines[0])
         try await Self.killAfterApplyingThenRemoveLocally(machine, client, key: "other")
 
-        let holder = try startWorker("hold-lock", at: machine.directory.url, suite: "s")
+        let holder = try Self.startStoppedLockHolder(of: "s", machine)
         defer { _ = holder.kill() }
-        holder.expectLine(startingWith: "holding")
-        holder.signal(SIGSTOP)
         let mirror = try await machine.start(waitUntilWatching: false)
-        let said = try await blocking {
-            mirror.waitForLine(timeout: .seconds(20)) { $0.contains("\"error\"") && $0.contains("retrying") }
-        }
-        try #require(said != nil, "\(mirror.lines.suffix(5)); \(mirror.standardError)")
+        try await Self.expectRetrying(mirror) { $0.contains("retrying") }
         #expect(mirror.wait(timeout: .seconds(3)) == nil, "suite-sync stopped: \(mirror.lines.suffix(3))")
 
         _ = holder.kill()
@@ -174,16 +169,11 @@ struct MirrorHostileTests {
         let (client, machine) = (rig.client, rig.machines[0])
         try await Self.killAfterApplyingThenRemoveLocally(machine, client, key: "other")
 
-        let holderOfT = try startWorker("hold-lock", at: machine.directory.url, suite: "t")
+        let holderOfT = try Self.startStoppedLockHolder(of: "t", machine)
         defer { _ = holderOfT.kill() }
-        holderOfT.expectLine(startingWith: "holding")
-        holderOfT.signal(SIGSTOP)
         let mirror = try await machine.start(waitUntilWatching: false)
         // Said once s is open: suites are opened in order, and t's lock is waited for.
-        let waitsForT = try await blocking {
-            mirror.waitForLine(timeout: .seconds(20)) { $0.contains("\"error\"") && $0.contains(" t: ") && $0.contains("retrying") }
-        }
-        try #require(waitsForT != nil, "\(mirror.lines.suffix(5)); \(mirror.standardError)")
+        try await Self.expectRetrying(mirror) { $0.contains(" t: ") && $0.contains("retrying") }
 
         let writer = try startWorker("pause", at: machine.directory.url, suite: "s",
                                      ["point": "commitStarted", "key": "x", "value": "y"])
@@ -204,6 +194,22 @@ struct MirrorHostileTests {
     /// remote value of `key` (in suite `s`) and the save after it leaves it: the value
     /// still pending, the base not yet it. Then the user removes the key, as while no
     /// mirror runs.
+    /// A worker that holds `suite`'s lock on `machine`, stopped (`SIGSTOP`) while it holds it.
+    static func startStoppedLockHolder(of suite: String, _ machine: Machine) throws -> ChildProcess {
+        let holder = try startWorker("hold-lock", at: machine.directory.url, suite: suite)
+        holder.expectLine(startingWith: "holding")
+        holder.signal(SIGSTOP)
+        return holder
+    }
+
+    /// Waits (20 s at most) for `mirror` to report an error line that `matches`.
+    static func expectRetrying(_ mirror: ChildProcess, _ matches: @escaping @Sendable (String) -> Bool) async throws {
+        let said = try await blocking {
+            mirror.waitForLine(timeout: .seconds(20)) { $0.contains("\"error\"") && matches($0) }
+        }
+        try #require(said != nil, "\(mirror.lines.suffix(5)); \(mirror.standardError)")
+    }
+
     static func killAfterApplyingThenRemoveLocally(_ machine: Machine, _ client: EtcdClient, key: String) async throws {
         try await machine.start()
         let sequence = try machine.suite("s").lastCommitSequence
