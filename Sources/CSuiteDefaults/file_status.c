@@ -34,32 +34,36 @@ static void sd_status_from_stat(const struct stat *raw, sd_file_status *status) 
 
 static int sd_status_by_fstatat(int directory, const char *path, int flags, sd_file_status *status) {
     struct stat raw;
-    // A descriptor's NULL path is statx's alone: fstatat gets the empty path.
-    if (fstatat(directory, path ? path : "", &raw, flags) != 0) return -1;
+    if (fstatat(directory, path, &raw, flags) != 0) return -1;
     sd_status_from_stat(&raw, status);
     return 0;
 }
 
+// One statx; 1 when it answered every field asked for (then in `status`), 0 when it
+// answered without some (a file system that leaves one out), -1 with errno otherwise.
+static int sd_statx(int directory, const char *path, int flags, sd_file_status *status) {
+    struct statx raw;
+    // The system call itself, not glibc's statx: a glibc built for kernels before
+    // statx answers its ENOSYS with its own fstatat, which asks for the times.
+    if (syscall(SYS_statx, directory, path, flags, sd_status_mask, &raw) != 0) return -1;
+    if ((raw.stx_mask & sd_status_mask) != sd_status_mask) return 0;
+    status->device = (uint64_t)makedev(raw.stx_dev_major, raw.stx_dev_minor);
+    status->inode = raw.stx_ino;
+    status->mode = raw.stx_mode;
+    status->owner = raw.stx_uid;
+    status->group = raw.stx_gid;
+    status->size = (int64_t)raw.stx_size;
+    status->link_count = raw.stx_nlink;
+    status->blocks = (int64_t)raw.stx_blocks;
+    return 1;
+}
+
 int sd_read_file_status(int directory, const char *path, int flags, sd_file_status *status) {
     if (!__atomic_load_n(&sd_statx_missing, __ATOMIC_RELAXED)) {
-        struct statx raw;
-        // The system call itself, not glibc's statx: a glibc built for kernels before
-        // statx answers its ENOSYS with its own fstatat, which asks for the times.
-        if (syscall(SYS_statx, directory, path, flags, sd_status_mask, &raw) == 0) {
-            // A file system that leaves out a field asked for gets the full stat.
-            if ((raw.stx_mask & sd_status_mask) != sd_status_mask) {
-                return sd_status_by_fstatat(directory, path, flags, status);
-            }
-            status->device = (uint64_t)makedev(raw.stx_dev_major, raw.stx_dev_minor);
-            status->inode = raw.stx_ino;
-            status->mode = raw.stx_mode;
-            status->owner = raw.stx_uid;
-            status->group = raw.stx_gid;
-            status->size = (int64_t)raw.stx_size;
-            status->link_count = raw.stx_nlink;
-            status->blocks = (int64_t)raw.stx_blocks;
-            return 0;
-        }
+        int answered = sd_statx(directory, path, flags, status);
+        if (answered == 1) return 0;
+        // A file system that leaves out a field asked for gets the full stat.
+        if (answered == 0) return sd_status_by_fstatat(directory, path, flags, status);
         if (errno != ENOSYS && errno != EPERM) return -1;
         // EPERM is what a seccomp filter answers for a call it does not know; statx
         // itself never answers it. Taken as missing only when fstatat then succeeds.
@@ -70,8 +74,9 @@ int sd_read_file_status(int directory, const char *path, int flags, sd_file_stat
     return sd_status_by_fstatat(directory, path, flags, status);
 }
 
-// Set once the kernel refuses a NULL path (before Linux 6.11), after which a
-// descriptor's status is asked for with an empty path.
+// Set once the NULL path is refused (EFAULT before Linux 6.11; ENOSYS or EPERM from a
+// seccomp filter that looks at the path), after which a descriptor's status is asked
+// for with an empty path, which is what decides whether statx is missing.
 static int sd_null_path_refused = 0;
 
 int sd_read_descriptor_status(int descriptor, sd_file_status *status) {
@@ -79,8 +84,10 @@ int sd_read_descriptor_status(int descriptor, sd_file_status *status) {
     // copying and checking a path string: a tenth of the call, twice per commit.
     if (!__atomic_load_n(&sd_null_path_refused, __ATOMIC_RELAXED) &&
         !__atomic_load_n(&sd_statx_missing, __ATOMIC_RELAXED)) {
-        if (sd_read_file_status(descriptor, NULL, AT_EMPTY_PATH, status) == 0) return 0;
-        if (errno != EFAULT) return -1;
+        int answered = sd_statx(descriptor, NULL, AT_EMPTY_PATH, status);
+        if (answered == 1) return 0;
+        if (answered == 0) return sd_status_by_fstatat(descriptor, "", AT_EMPTY_PATH, status);
+        if (errno != EFAULT && errno != ENOSYS && errno != EPERM) return -1;
         __atomic_store_n(&sd_null_path_refused, 1, __ATOMIC_RELAXED);
     }
     return sd_read_file_status(descriptor, "", AT_EMPTY_PATH, status);
