@@ -2,7 +2,7 @@ import ChildProcess
 import Foundation
 import Glibc
 @_spi(Tools) import SuiteDefaults
-import SuiteSync
+@_spi(Tools) import SuiteSync
 import Testing
 import TestSupport
 
@@ -214,13 +214,19 @@ struct SuiteMirrorTests {
         machine.directory.url.appendingPathComponent(MirrorHostileTests.stateFileName("s", prefix: prefix)).path
     }
 
+    /// The state at `path` as a mirror starting now would find it: the state file with
+    /// its log replayed.
     static func readState(_ path: String) throws -> [String: Any] {
-        let data = try #require(FileManager.default.contents(atPath: path))
+        let data = try MirrorStateFiles.currentStateJSON(statePath: path)
         return try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
     }
 
+    /// Makes `state` the whole state at `path`: written as the state file, its log
+    /// removed (a missing log leaves the state file as it is).
     static func writeState(_ state: [String: Any], _ path: String) throws {
         try JSONSerialization.data(withJSONObject: state, options: [.sortedKeys]).write(to: URL(fileURLWithPath: path))
+        let logPath = MirrorStateFiles.logPath(ofStatePath: path)
+        #expect(unlink(logPath) == 0 || errno == ENOENT)
     }
 
     @Test func suiteSyncKilledMidStream100TimesLosesNothingAndDoesNotEcho() async throws {

@@ -9,14 +9,16 @@ import Glibc
 ///   the file must be a regular file (a FIFO, a socket or a device put in its place
 ///   is refused, not waited on). Its size is checked before anything is read.
 /// - **The lock** is `flock(LOCK_EX | LOCK_NB)` on the open file: a second mirror is
-///   refused at once with a clear error, never made to wait. Since each save renames
-///   a new file over the old one, the new file is locked before the rename, and an
+///   refused at once with a clear error, never made to wait. Since each replace (a
+///   compaction of the state's log, `MirrorStateStore`) renames a new file over the
+///   old one, the new file is locked before the rename, and an
 ///   opener that locked a file already renamed away (its inode is no longer the
 ///   path's) tries again.
 /// - **Replacing** writes a temporary file (created afresh with `O_EXCL`, whatever was
 ///   left at its name removed first), syncs it, renames it over the old one and syncs
 ///   the directory, so that a process killed at any instant leaves either the old file
-///   or the new one, never a torn one.
+///   or the new one, never a torn one. The state's log is made the same way
+///   (`writeNew`), unlocked: the state file's lock covers it.
 final class DurableFile {
     struct Failure: Error, CustomStringConvertible {
         let action: String
@@ -92,32 +94,23 @@ final class DurableFile {
 
     /// The file's bytes, read through the locked descriptor; nil when it is empty.
     private func readAll(limit: Int) throws(Failure) -> Data? {
-        var data = Data()
-        var buffer = [UInt8](repeating: 0, count: 65536)
-        while true {
-            let count = buffer.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, $0.count, off_t(data.count)) }
-            if count < 0 {
-                if errno == EINTR { continue }
-                throw Failure(action: "read", path: path, code: errno)
-            }
-            if count == 0 { return data.isEmpty ? nil : data }
-            data.append(contentsOf: buffer[0..<count])
-            if data.count > limit { throw Failure(action: "read", path: path, code: EFBIG, detail: "it grew past \(limit) bytes") }
-        }
+        let data = try Self.readAll(descriptor, path: path, limit: limit)
+        return data.isEmpty ? nil : data
     }
 
-    /// Checks, before a save, that the file at `path` is still the one locked here. When
-    /// someone removed or replaced it, another mirror may have started since and locked
-    /// the new one: then this one stops rather than share it. A file put there by hand
-    /// and not locked is taken over (locked here, then replaced).
-    private func checkStillOurs() throws(Failure) {
+    /// Checks, before a save, that the file at `path` is still the one locked here, and
+    /// says so (true). When someone removed or replaced it, another mirror may have
+    /// started since and locked the new one: then this one stops rather than share it.
+    /// A file put there by hand and not locked is taken over (locked here, to be
+    /// replaced); removed or taken over, it says false: only a whole `replace` mends it.
+    func checkStillOurs() throws(Failure) -> Bool {
         var mine = stat(), current = stat()
         guard fstat(descriptor, &mine) == 0 else { throw Failure(action: "inspect", path: path, code: errno) }
         if lstat(path, &current) != 0 {
-            if errno == ENOENT { return }  // Removed: the save makes it again.
+            if errno == ENOENT { return false }  // Removed: the next replace makes it again.
             throw Failure(action: "inspect", path: path, code: errno)
         }
-        if current.st_dev == mine.st_dev && current.st_ino == mine.st_ino { return }
+        if current.st_dev == mine.st_dev && current.st_ino == mine.st_ino { return true }
         let other = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
         guard other >= 0 else { throw Failure(action: "open", path: path, code: errno) }
         if flock(other, LOCK_EX | LOCK_NB) != 0 {
@@ -129,51 +122,90 @@ final class DurableFile {
         // Locked here until the rename replaces it; the old descriptor goes then.
         Glibc.close(descriptor)
         descriptor = other
+        return false
     }
 
     /// Replaces the file with `data`, owner-only (0600), and holds the lock on the new file.
     func replace(with data: Data) throws(Failure) {
-        try checkStillOurs()
-        let temporary = temporaryPath
+        _ = try checkStillOurs()
+        let created = try Self.writeNew(data, at: path, through: temporaryPath, locked: true)
+        // The new file is the state now, and locked: the old one's lock may go.
+        Glibc.close(descriptor)
+        descriptor = created
+        try Self.syncDirectory(of: path)
+    }
+
+    /// Writes `data` to a file made afresh at `temporary` (owner-only), syncs it, locks it
+    /// when `locked`, and renames it over `path`; returns its descriptor, open for writing.
+    /// The caller syncs the directory (`syncDirectory(of:)`) before relying on the name.
+    /// A process killed at any instant leaves the old file at `path` or the new one.
+    static func writeNew(_ data: Data, at path: String, through temporary: String, locked: Bool) throws(Failure) -> Int32 {
         // Whatever a killed mirror (or anyone) left at the temporary name goes first:
         // opening a FIFO there would block, a link would be refused.
         if unlink(temporary) != 0 && errno != ENOENT { throw Failure(action: "remove", path: temporary, code: errno) }
         let created = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0o600)
         guard created >= 0 else { throw Failure(action: "create", path: temporary, code: errno) }
         var failure: Failure?
-        data.withUnsafeBytes { bytes in
-            var offset = 0
-            while offset < bytes.count {
-                let written = write(created, bytes.baseAddress! + offset, bytes.count - offset)
-                if written < 0 {
-                    if errno == EINTR { continue }
-                    failure = Failure(action: "write", path: temporary, code: errno)
-                    return
-                }
-                offset += written
-            }
+        do {
+            try write(data, to: created, at: 0, path: temporary)
+        } catch {
+            failure = error
         }
         if failure == nil && fsync(created) != 0 { failure = Failure(action: "sync", path: temporary, code: errno) }
         // Nobody else opens the temporary name to lock it, so this never waits.
-        if failure == nil && flock(created, LOCK_EX | LOCK_NB) != 0 { failure = Failure(action: "lock", path: temporary, code: errno) }
+        if failure == nil && locked && flock(created, LOCK_EX | LOCK_NB) != 0 {
+            failure = Failure(action: "lock", path: temporary, code: errno)
+        }
+        if failure == nil && rename(temporary, path) != 0 { failure = Failure(action: "rename into", path: path, code: errno) }
         if let failure {
             Glibc.close(created)
             unlink(temporary)
             throw failure
         }
-        guard rename(temporary, path) == 0 else {
-            let code = errno
-            Glibc.close(created)
-            unlink(temporary)
-            throw Failure(action: "rename into", path: path, code: code)
+        return created
+    }
+
+    /// Writes all of `data` at `offset` of `descriptor` (`path` names it in errors).
+    static func write(_ data: Data, to descriptor: Int32, at offset: Int, path: String) throws(Failure) {
+        var failure: Failure?
+        data.withUnsafeBytes { bytes in
+            var done = 0
+            while done < bytes.count {
+                let written = pwrite(descriptor, bytes.baseAddress! + done, bytes.count - done, off_t(offset + done))
+                if written < 0 {
+                    if errno == EINTR { continue }
+                    failure = Failure(action: "write", path: path, code: errno)
+                    return
+                }
+                done += written
+            }
         }
-        // The new file is the state now, and locked: the old one's lock may go.
-        Glibc.close(descriptor)
-        descriptor = created
+        if let failure { throw failure }
+    }
+
+    /// Syncs the directory holding `path`, so that a rename into it survives a crash.
+    static func syncDirectory(of path: String) throws(Failure) {
         let directory = (path as NSString).deletingLastPathComponent
         let directoryDescriptor = open(directory.isEmpty ? "." : directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard directoryDescriptor >= 0 else { throw Failure(action: "open", path: directory, code: errno) }
         defer { Glibc.close(directoryDescriptor) }
         guard fsync(directoryDescriptor) == 0 else { throw Failure(action: "sync", path: directory, code: errno) }
+    }
+
+    /// Reads all of `descriptor` from its start, refusing more than `limit` bytes
+    /// (`path` names it in errors).
+    static func readAll(_ descriptor: Int32, path: String, limit: Int) throws(Failure) -> Data {
+        var data = Data()
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let count = buffer.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, $0.count, off_t(data.count)) }
+            if count < 0 {
+                if errno == EINTR { continue }
+                throw Failure(action: "read", path: path, code: errno)
+            }
+            if count == 0 { return data }
+            data.append(contentsOf: buffer[0..<count])
+            if data.count > limit { throw Failure(action: "read", path: path, code: EFBIG, detail: "it grew past \(limit) bytes") }
+        }
     }
 }

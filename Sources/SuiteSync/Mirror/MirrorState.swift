@@ -1,7 +1,9 @@
 import Foundation
+import Glibc
 
 /// What a mirror keeps durably for one suite and one etcd prefix, beside the suite in
-/// `NAME.suite.sync-HASH` (`MirrorState.fileName(suite:prefix:)`):
+/// `NAME.suite.sync-HASH` (`MirrorState.fileName(suite:prefix:)`), the snapshot, and the
+/// log that continues it, `NAME.suite.synclog-HASH` (`MirrorStateLog`, `MirrorStateStore`):
 ///
 /// - `revision`: the etcd revision through which every change under the prefix was
 ///   applied (a watch batch's `deliveredThrough`, or a full read's revision);
@@ -15,7 +17,9 @@ import Foundation
 ///   `pending` was written, and the mirror process that wrote it, so that a mirror
 ///   started again can look in the suite's journal for that process's mirrored commit
 ///   of a pending change (`Suite.keysOfMirroredCommits`). Absent in files written
-///   before they existed, which load as they are.
+///   before they existed, which load as they are;
+/// - `log`: the id of the log whose records continue this snapshot. A log with another
+///   id (or a snapshot without one: written before logs, or fresh) is not replayed.
 ///
 /// Values are held as their typed JSON text, exactly as etcd holds them.
 struct MirrorState: Codable, Equatable {
@@ -29,13 +33,40 @@ struct MirrorState: Codable, Equatable {
     var format = 1
     var prefix: String
     var revision: Int64 = 0
-    var base: [String: Entry] = [:]
+    var base = MirrorEntries()
     var pending: [String: Entry] = [:]
     var pendingAfter: UInt64?
     var pendingBy: Int32?
+    var log: String?
 
     init(prefix: String) {
         self.prefix = prefix
+    }
+
+    /// One step of the state, as a log record carries it: the keys of `base` set since
+    /// the last step (nil: removed), and the rest whole (`pending` is one batch at most).
+    struct Change: Codable {
+        var revision: Int64
+        var base: [String: Entry?]
+        var pending: [String: Entry]
+        var pendingAfter: UInt64?
+        var pendingBy: Int32?
+    }
+
+    /// The step from the state last saved to this one.
+    var change: Change {
+        var changed: [String: Entry?] = [:]
+        for key in base.touched { changed[key] = .some(base[key]) }
+        return Change(revision: revision, base: changed, pending: pending, pendingAfter: pendingAfter, pendingBy: pendingBy)
+    }
+
+    /// Replays a step read from the log.
+    mutating func apply(_ change: Change) {
+        revision = change.revision
+        for (key, entry) in change.base { base[key] = entry }
+        pending = change.pending
+        pendingAfter = change.pendingAfter
+        pendingBy = change.pendingBy
     }
 
     /// `NAME.suite.sync-` and 16 hexadecimal digits of the prefix's 64-bit FNV-1a hash:
@@ -47,11 +78,16 @@ struct MirrorState: Codable, Equatable {
         suite + ".suite.sync-" + prefixHash(prefix)
     }
 
-    /// Where a new state is written before it is renamed over the old one:
+    /// Where a new state (or a new log) is written before it is renamed into place:
     /// `NAME.suite.synctmp-HASH`, at most 255 bytes (a name's limit) for the longest
     /// suite name, where `fileName + ".tmp"` would be 256 and could not be made.
     static func temporaryFileName(suite: String, prefix: String) -> String {
         suite + ".suite.synctmp-" + prefixHash(prefix)
+    }
+
+    /// The log continuing the state file: `NAME.suite.synclog-HASH`, 255 bytes at most.
+    static func logFileName(suite: String, prefix: String) -> String {
+        suite + ".suite.synclog-" + prefixHash(prefix)
     }
 
     private static func prefixHash(_ prefix: String) -> String {
@@ -64,35 +100,233 @@ struct MirrorState: Codable, Equatable {
         return String(repeating: "0", count: 16 - hex.count) + hex
     }
 
-    /// Opens and locks the state in `path` (see `DurableFile`): a fresh state when the
-    /// file is new or empty. Throws when another mirror holds it, or when it is not a
-    /// regular file, not readable, or another prefix's.
-    static func open(path: String, temporaryPath: String, prefix: String) throws -> (state: MirrorState, file: DurableFile) {
+    /// The most the state file may hold, judged by its size before reading.
+    static let sizeLimit = 256 << 20
+    /// The most the log may hold: compacted by `sizeLimit` at the latest, plus one
+    /// record, itself at most a state.
+    static let logSizeLimit = 2 * sizeLimit
+
+    /// What `load` found.
+    struct Loaded {
+        var state: MirrorState
+        /// The log's whole records end here when it continues the state and holds
+        /// nothing else (more records may follow them); nil when it must be started
+        /// afresh before the next step is written (absent, stale, torn or damaged).
+        var appendableLogEnd: Int?
+        /// Damage found in the log, to be reported.
+        var damage: String?
+    }
+
+    /// The state that a snapshot's bytes (nil or empty: fresh) and its log's (nil: none)
+    /// hold: the snapshot, then each whole record of the log when the log continues it.
+    /// `prefix` and `suite`, when given, must be theirs. Shared by the mirror's start and
+    /// by what reads a state without taking it (`MirrorStateFiles`).
+    static func load(snapshot: Data?, log: Data?, prefix: String?, suite: String?, path: String, logPath: String)
+        throws(MirrorFailure) -> Loaded {
+        var state = MirrorState(prefix: prefix ?? "")
+        if let snapshot, !snapshot.isEmpty {
+            do {
+                state = try JSONDecoder().decode(MirrorState.self, from: snapshot)
+            } catch {
+                throw MirrorFailure("the sync state \(path) is not readable (\(type(of: error))); move it away to start afresh")
+            }
+            guard state.format == 1 else { throw MirrorFailure("the sync state \(path) has format \(state.format), not 1") }
+            if let prefix, state.prefix != prefix {
+                throw MirrorFailure("the sync state \(path) belongs to the prefix \(state.prefix), not \(prefix)")
+            }
+        }
+        state.base.markSaved()
+        guard let log else { return Loaded(state: state) }
+        let contents: MirrorStateLog.Contents
+        do {
+            guard let parsed = try MirrorStateLog.parse(log) else { return Loaded(state: state) }
+            contents = parsed
+        } catch {
+            throw MirrorFailure("the sync state log \(logPath) is not readable (\(error)); move it and the state file away to start afresh")
+        }
+        if let prefix, contents.header.prefix != prefix {
+            throw MirrorFailure("the sync state log \(logPath) belongs to the prefix \(contents.header.prefix), not \(prefix)")
+        }
+        if let suite, contents.header.suite != suite {
+            throw MirrorFailure("the sync state log \(logPath) belongs to the suite \(contents.header.suite), not \(suite)")
+        }
+        // Another snapshot's log: this snapshot was written after it (a compaction killed
+        // before the new log took its name) or afresh; everything it needs is in it.
+        guard state.log == contents.header.id else { return Loaded(state: state) }
+        var damage = contents.damage.map { "the sync state log \(logPath): \($0)" }
+        var replayed = 0
+        for record in contents.records {
+            guard let change = try? JSONDecoder().decode(Change.self, from: record) else {
+                damage = "the sync state log \(logPath): record \(replayed + 1) is not readable; it and the rest are ignored"
+                break
+            }
+            state.apply(change)
+            replayed += 1
+        }
+        state.base.markSaved()
+        let whole = damage == nil && contents.end == log.count
+        return Loaded(state: state, appendableLogEnd: whole ? contents.end : nil, damage: damage)
+    }
+
+    /// Opens and locks the state in `path` (see `DurableFile`) and reads the log in
+    /// `logPath` that continues it: a fresh state when the file is new or empty. Throws
+    /// when another mirror holds it, or when either file is not a regular file, not
+    /// readable, or another prefix's (the log: or another suite's).
+    static func open(path: String, temporaryPath: String, logPath: String, prefix: String, suite: String) throws
+        -> (state: MirrorState, store: MirrorStateStore, damage: String?) {
         let (file, contents): (DurableFile, Data?)
         do {
-            (file, contents) = try DurableFile.openLocked(path, temporaryPath: temporaryPath)
+            (file, contents) = try DurableFile.openLocked(path, temporaryPath: temporaryPath, limit: sizeLimit)
         } catch {
             throw MirrorFailure("the sync state: \(error)")
         }
-        guard let data = contents else { return (MirrorState(prefix: prefix), file) }
-        let state: MirrorState
+        let opened: (descriptor: Int32, bytes: Data)?
         do {
-            state = try JSONDecoder().decode(MirrorState.self, from: data)
+            opened = try MirrorStateLog.open(logPath, limit: logSizeLimit)
         } catch {
-            throw MirrorFailure("the sync state \(path) is not readable (\(type(of: error))); move it away to start afresh")
+            throw MirrorFailure("the sync state log: \(error)")
         }
-        guard state.format == 1 else { throw MirrorFailure("the sync state \(path) has format \(state.format), not 1") }
-        guard state.prefix == prefix else {
-            throw MirrorFailure("the sync state \(path) belongs to the prefix \(state.prefix), not \(prefix)")
+        var loaded: Loaded
+        do {
+            loaded = try load(snapshot: contents, log: opened?.bytes, prefix: prefix, suite: suite, path: path, logPath: logPath)
+        } catch {
+            if let opened { Glibc.close(opened.descriptor) }
+            throw error
         }
-        return (state, file)
+        var log: MirrorStateLog?
+        if let opened {
+            if let end = loaded.appendableLogEnd, let id = loaded.state.log {
+                log = MirrorStateLog.continuing(logPath, id: id, descriptor: opened.descriptor, size: end)
+            } else {
+                Glibc.close(opened.descriptor)
+            }
+        }
+        let store = MirrorStateStore(snapshot: file, snapshotSize: contents?.count ?? 0, log: log,
+                                     logPath: logPath, temporaryPath: temporaryPath, prefix: prefix, suite: suite)
+        loaded.state.prefix = prefix
+        return (loaded.state, store, loaded.damage)
+    }
+}
+
+/// `MirrorState.base`: the entries, and which keys were set since the last save, so that
+/// a save appends only those (`MirrorState.change`). Encoded as the entries alone.
+struct MirrorEntries: Codable, Equatable {
+    private(set) var entries: [String: MirrorState.Entry] = [:]
+    /// Keys set since the state was last saved (or loaded).
+    private(set) var touched: Set<String> = []
+
+    init() {}
+
+    subscript(key: String) -> MirrorState.Entry? {
+        get { entries[key] }
+        set {
+            entries[key] = newValue
+            touched.insert(key)
+        }
     }
 
-    /// Writes the state to its file, atomically and durably, keeping it locked.
-    func save(to file: DurableFile) throws {
+    var keys: Dictionary<String, MirrorState.Entry>.Keys { entries.keys }
+
+    /// Everything so far is saved: the next step starts from here.
+    mutating func markSaved() {
+        touched.removeAll(keepingCapacity: true)
+    }
+
+    init(from decoder: Decoder) throws {
+        entries = try decoder.singleValueContainer().decode([String: MirrorState.Entry].self)
+    }
+
+    func encode(to encoder: Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(entries)
+    }
+
+    static func == (lhs: MirrorEntries, rhs: MirrorEntries) -> Bool { lhs.entries == rhs.entries }
+}
+
+/// Where a mirror's state goes, durably: a record appended to the log per step (one
+/// `fdatasync`), and, when the log has grown past `compactionThreshold` (or cannot be
+/// continued: none yet, another snapshot's, torn, damaged, removed or replaced), a
+/// compaction: the whole state written as a new snapshot the old way (temporary file,
+/// `fsync`, `rename`, `fsync` of the directory), naming a new log id, then a new log of
+/// that id made the same way. A kill between the two leaves the new snapshot and the
+/// old log, whose id it does not name: the log is ignored, the snapshot holds it all.
+final class MirrorStateStore {
+    let snapshot: DurableFile
+    private var snapshotSize: Int
+    private var log: MirrorStateLog?
+    let logPath: String
+    let temporaryPath: String
+    let prefix: String
+    let suite: String
+
+    /// A log past this is folded into a new snapshot: a few times the snapshot, so that
+    /// a compaction's whole write is paid once per that much appended, and a start reads
+    /// at most that much more than the snapshot; never under 256 KiB, so that a small
+    /// state is not rewritten every few steps; never over the state file's limit, so that
+    /// the log stays within its own (`MirrorState.logSizeLimit`).
+    var compactionThreshold: Int { min(max(256 << 10, 4 * snapshotSize), MirrorState.sizeLimit) }
+
+    init(snapshot: DurableFile, snapshotSize: Int, log: MirrorStateLog?, logPath: String, temporaryPath: String,
+         prefix: String, suite: String) {
+        self.snapshot = snapshot
+        self.snapshotSize = snapshotSize
+        self.log = log
+        self.logPath = logPath
+        self.temporaryPath = temporaryPath
+        self.prefix = prefix
+        self.suite = suite
+    }
+
+    /// Makes `state` durable: one log record of what changed since the last save, or a
+    /// compaction. Stops (throws) when another mirror has taken the state file's name.
+    func save(_ state: inout MirrorState) throws {
+        // The snapshot checked first: a state file taken by another mirror stops this one
+        // before anything is written.
+        if try snapshot.checkStillOurs(), let log, state.log == log.id, log.size <= compactionThreshold,
+           try log.isStillAtItsPath() {
+            try log.append(try JSONEncoder().encode(state.change))
+        } else {
+            try compact(&state)
+        }
+        state.base.markSaved()
+    }
+
+    private func compact(_ state: inout MirrorState) throws {
+        var id: UInt64 = 0
+        while id == 0 { id = UInt64.random(in: .min ... .max) }
+        state.log = String(id, radix: 16)
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
-        try file.replace(with: try encoder.encode(self))
+        let data = try encoder.encode(state)
+        // The old log goes only once the new snapshot names another id: until then, a kill
+        // leaves the old snapshot and the log continuing it.
+        log = nil
+        try snapshot.replace(with: data)
+        snapshotSize = data.count
+        log = try MirrorStateLog.create(logPath, temporaryPath: temporaryPath,
+                                        header: .init(id: state.log!, prefix: prefix, suite: suite))
+    }
+}
+
+/// Reads a mirror's state without taking it (for tests and tools): the snapshot with its
+/// log replayed, as a mirror starting now would find it.
+@_spi(Tools) public enum MirrorStateFiles {
+    /// The log beside the state file at `statePath` (`NAME.suite.sync-HASH`).
+    public static func logPath(ofStatePath statePath: String) -> String {
+        guard let range = statePath.range(of: ".suite.sync-", options: .backwards) else { return statePath + ".log" }
+        return statePath.replacingCharacters(in: range, with: ".suite.synclog-")
+    }
+
+    /// The state at `statePath` with its log replayed, as JSON (the state file's encoding).
+    public static func currentStateJSON(statePath: String) throws -> Data {
+        let logPath = logPath(ofStatePath: statePath)
+        let snapshot = FileManager.default.contents(atPath: statePath)
+        let log = FileManager.default.contents(atPath: logPath)
+        let loaded = try MirrorState.load(snapshot: snapshot, log: log, prefix: nil, suite: nil, path: statePath, logPath: logPath)
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        return try encoder.encode(loaded.state)
     }
 }
 

@@ -109,15 +109,15 @@ enum MirrorInput: Sendable {
 /// order they changed.
 final class MirrorSide {
     let suite: Suite
-    /// The state file, open and locked while the mirror runs.
-    let stateFile: DurableFile
+    /// The state file and its log, the file open and locked while the mirror runs.
+    let store: MirrorStateStore
     var state: MirrorState
     var dirty: [String] = []
     var dirtySet: Set<String> = []
 
-    init(suite: Suite, stateFile: DurableFile, state: MirrorState) {
+    init(suite: Suite, store: MirrorStateStore, state: MirrorState) {
         self.suite = suite
-        self.stateFile = stateFile
+        self.store = store
         self.state = state
     }
 
@@ -130,7 +130,7 @@ final class MirrorSide {
             state.pendingBy = nil
         }
         do {
-            try state.save(to: stateFile)
+            try store.save(&state)
         } catch {
             throw MirrorFailure("cannot write the sync state of \(name): \(error)")
         }
@@ -183,8 +183,12 @@ final class MirrorEngine {
             guard sides[suite.name] == nil else { continue }
             let path = suite.directory.path + "/" + MirrorState.fileName(suite: suite.name, prefix: keys.prefix)
             let temporaryPath = suite.directory.path + "/" + MirrorState.temporaryFileName(suite: suite.name, prefix: keys.prefix)
-            let (state, file) = try MirrorState.open(path: path, temporaryPath: temporaryPath, prefix: keys.prefix)
-            let side = MirrorSide(suite: suite, stateFile: file, state: state)
+            let logPath = suite.directory.path + "/" + MirrorState.logFileName(suite: suite.name, prefix: keys.prefix)
+            let (state, store, damage) = try MirrorState.open(path: path, temporaryPath: temporaryPath, logPath: logPath,
+                                                              prefix: keys.prefix, suite: suite.name)
+            // What the log held before the damage is kept; the next save starts a new log.
+            if let damage { report(.error("\(damage)")) }
+            let side = MirrorSide(suite: suite, store: store, state: state)
             sides[suite.name] = side
             order.append(suite.name)
             // Observed before anything is read, so that no change falls between.
