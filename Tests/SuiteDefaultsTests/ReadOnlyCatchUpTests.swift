@@ -14,7 +14,7 @@ import ToolSupport
 /// file for a new one and replayed it whole to the process's observers: every key
 /// removed, then every commit again. They must hear only the real changes.
 @Suite("A process that may only read, after reading the whole file", .serialized)
-struct ReadOnlyCatchUpTests {
+struct ReadOnlyCatchUpTests: EngineStateTesting {
     let directory = TemporaryDirectory()
 
     /// Leaves the suite at `place` so that a process opening it cannot trust the
@@ -83,45 +83,6 @@ struct ReadOnlyCatchUpTests {
 
     // MARK: Damage found by a process that may only read (the engine, in this process)
 
-    func openState(_ suite: String) throws -> StoreState {
-        let handle = try SuiteFiles.openDirectory(path: directory.path, sharing: .private, suite: suite)
-        return try StoreState(files: SuiteFiles(suite: suite, directory: handle, sharing: .private))
-    }
-
-    /// What `SuiteStore.refresh` does in a process that may only read: the locked
-    /// catch-up, or, when that needs a repair, the read of the whole file (then true).
-    @discardableResult
-    func catchUpReadOnly(_ state: StoreState) throws -> Bool {
-        #expect(try state.tryLockFile(.shared))
-        defer { state.unlockFile() }
-        do {
-            try state.catchUp(exclusive: false)
-            return false
-        } catch is NeedsExclusiveLock {
-            try state.loadWithoutRepair()
-            return true
-        }
-    }
-
-    func commit(_ key: String, _ value: String, in state: StoreState) throws {
-        #expect(try state.tryLockFile(.exclusive))
-        defer { state.unlockFile() }
-        try state.catchUp(exclusive: true)
-        let operation = try SuiteDefaults.Operation.validated(.string(value), forKey: key, suite: state.suite, maximumValueSize: 1 << 20)
-        try state.commit([operation], durability: .standard, options: Suite.Options())
-    }
-
-    /// The changes of the commits applied since the last call, one line per key.
-    func takeChanges(_ state: StoreState) -> [String] {
-        let applied = state.appliedCommits
-        state.appliedCommitsHandedOver()
-        return applied.commits.flatMap { commit in
-            applied.changes(of: commit).map { change in
-                "\(change.key): \(change.oldValue.map { "\($0)" } ?? "-") -> \(change.newValue.map { "\($0)" } ?? "-") \(commit.kind)"
-            }
-        }
-    }
-
     /// A reader that may only read, collecting changes, finds the data file longer
     /// than committed (a record cut short past the end, appended without the lock,
     /// and a generation moved on, as a member of the group can make it): it reads the
@@ -145,12 +106,12 @@ struct ReadOnlyCatchUpTests {
         let header = try #require(writer.header)
         header.publish(generation: header.generation &+ 2)
         #expect(try catchUpReadOnly(reader), "the reader did not read the whole file")
-        #expect(takeChanges(reader) == [])
+        #expect(takeChanges(reader, withKinds: true) == [])
         #expect(reader.contents.values["k0"] == .string("v9"))
 
         try commit("after", "y", in: writer)
         #expect(try !catchUpReadOnly(reader), "the reader did not read on")
-        #expect(takeChanges(reader) == [#"after: - -> "y" commit"#])
+        #expect(takeChanges(reader, withKinds: true) == [#"after: - -> "y" commit"#])
         #expect(reader.contents.values.count == 4)
     }
 }

@@ -1,0 +1,79 @@
+@_spi(Tools) @_spi(Testing) @testable import SuiteDefaults
+import Testing
+import TestSupport
+
+/// What tests that drive the engine (`StoreState`) in this process, in their own
+/// temporary directory, share: opening a state, the catch-up of a process that may only
+/// read, a commit of one key, and the changes heard since the last look.
+protocol EngineStateTesting {
+    var directory: TemporaryDirectory { get }
+}
+
+extension EngineStateTesting {
+    func openState(_ suite: String) throws -> StoreState {
+        let handle = try SuiteFiles.openDirectory(path: directory.path, sharing: .private, suite: suite)
+        return try StoreState(files: SuiteFiles(suite: suite, directory: handle, sharing: .private))
+    }
+
+    /// What `SuiteStore.refresh` does in a process that may only read: the locked
+    /// catch-up, or, when that needs a repair, the read of the whole file (then true).
+    @discardableResult
+    func catchUpReadOnly(_ state: StoreState) throws -> Bool {
+        #expect(try state.tryLockFile(.shared))
+        defer { state.unlockFile() }
+        do {
+            try state.catchUp(exclusive: false)
+            return false
+        } catch is NeedsExclusiveLock {
+            try state.loadWithoutRepair()
+            return true
+        }
+    }
+
+    func commit(_ key: String, _ value: String, in state: StoreState) throws {
+        #expect(try state.tryLockFile(.exclusive))
+        defer { state.unlockFile() }
+        try state.catchUp(exclusive: true)
+        let operation = try SuiteDefaults.Operation.validated(.string(value), forKey: key, suite: state.suite, maximumValueSize: 1 << 20)
+        try state.commit([operation], durability: .standard, options: Suite.Options())
+    }
+
+    /// The changes of the commits applied since the last call, one line per key, and with
+    /// `withKinds` the kind of commit each came in.
+    func takeChanges(_ state: StoreState, withKinds: Bool = false) -> [String] {
+        let applied = state.appliedCommits
+        state.appliedCommitsHandedOver()
+        return applied.commits.flatMap { commit in
+            applied.changes(of: commit).map { change in
+                let line = "\(change.key): \(change.oldValue.map { "\($0)" } ?? "-") -> \(change.newValue.map { "\($0)" } ?? "-")"
+                return withKinds ? "\(line) \(commit.kind)" : line
+            }
+        }
+    }
+}
+
+/// Every stored entry of `suite` as its mark (1 for a default) and its stored bytes:
+/// "the same" as an export promises it (Swift's `==` calls -0.0 and 0.0 equal).
+func exactEntries(of suite: Suite) throws -> [String: [UInt8]] {
+    try suite.storedEntries().mapValues { try [$0.isDefault ? 1 : 0] + storedBytes($0.value) }
+}
+
+/// Imports `text` into `suite`, which this fills with a default and a choice first, and
+/// expects it refused with a `SuiteError` of one of `codes` that names the suite, and
+/// nothing committed.
+func expectImportRefused(_ text: String, into suite: Suite, codes: [SuiteError.Code]) throws {
+    try suite.removeAll()
+    try suite.setIfAbsent("metric", forKey: "units")
+    try suite.set("Ann", forKey: "name")
+    let before = try exactEntries(of: suite)
+    let sequence = suite.lastCommitSequence
+    do {
+        try suite.importJSON(text)
+        Issue.record("imported: \(suite.exportJSON())")
+    } catch let error as SuiteError {
+        #expect(codes.contains(error.code), "\(error)")
+        #expect(error.suite == suite.name, "the error names the suite: \(error)")
+    }
+    #expect(try exactEntries(of: suite) == before)
+    #expect(suite.lastCommitSequence == sequence, "nothing was committed")
+}
