@@ -59,18 +59,9 @@ final class DurableFile {
         // A file renamed away between our open and our lock is opened again; each
         // round needs another mirror's save in between, so a few are plenty.
         for _ in 0..<100 {
-            let descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0o600)
-            guard descriptor >= 0 else {
-                let code = errno
-                if code == ELOOP { throw Failure(action: "open", path: path, code: code, detail: "it is a symbolic link") }
-                throw Failure(action: "open", path: path, code: code)
-            }
+            let descriptor = try openWithoutFollowing(path, O_RDWR | O_CREAT)
             let file = DurableFile(path: path, temporaryPath: temporaryPath, descriptor: descriptor)
-            var status = stat()
-            guard fstat(descriptor, &status) == 0 else { throw Failure(action: "inspect", path: path, code: errno) }
-            guard status.st_mode & S_IFMT == S_IFREG else {
-                throw Failure(action: "use", path: path, code: EINVAL, detail: "it is not a regular file")
-            }
+            let status = try regularFileStatus(of: descriptor, path: path)
             if flock(descriptor, LOCK_EX | LOCK_NB) != 0 {
                 let code = errno
                 if code == EWOULDBLOCK {
@@ -79,8 +70,7 @@ final class DurableFile {
                 }
                 throw Failure(action: "lock", path: path, code: code)
             }
-            var current = stat()
-            guard lstat(path, &current) == 0, current.st_dev == status.st_dev, current.st_ino == status.st_ino else {
+            guard (try? isAtItsPath(descriptor, path: path)) == true else {
                 continue  // Replaced (or removed) before we locked it: lock what is there now.
             }
             guard status.st_size <= off_t(limit) else {
@@ -104,13 +94,11 @@ final class DurableFile {
     /// A file put there by hand and not locked is taken over (locked here, to be
     /// replaced); removed or taken over, it says false: only a whole `replace` mends it.
     func checkStillOurs() throws(Failure) -> Bool {
-        var mine = stat(), current = stat()
-        guard fstat(descriptor, &mine) == 0 else { throw Failure(action: "inspect", path: path, code: errno) }
-        if lstat(path, &current) != 0 {
-            if errno == ENOENT { return false }  // Removed: the next replace makes it again.
-            throw Failure(action: "inspect", path: path, code: errno)
+        switch try Self.isAtItsPath(descriptor, path: path) {
+        case true?: return true
+        case nil: return false  // Removed: the next replace makes it again.
+        case false?: break
         }
-        if current.st_dev == mine.st_dev && current.st_ino == mine.st_ino { return true }
         let other = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
         guard other >= 0 else { throw Failure(action: "open", path: path, code: errno) }
         if flock(other, LOCK_EX | LOCK_NB) != 0 {
@@ -181,6 +169,41 @@ final class DurableFile {
             }
         }
         if let failure { throw failure }
+    }
+
+    /// Opens `path` with `flags`, neither following a symbolic link nor blocking (on a
+    /// FIFO), owner-only when it creates the file.
+    static func openWithoutFollowing(_ path: String, _ flags: Int32) throws(Failure) -> Int32 {
+        let descriptor = open(path, flags | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0o600)
+        guard descriptor >= 0 else {
+            let code = errno
+            if code == ELOOP { throw Failure(action: "open", path: path, code: code, detail: "it is a symbolic link") }
+            throw Failure(action: "open", path: path, code: code)
+        }
+        return descriptor
+    }
+
+    /// The status of `descriptor`, which must be a regular file (not a FIFO, a socket or
+    /// a device put at its name).
+    static func regularFileStatus(of descriptor: Int32, path: String) throws(Failure) -> stat {
+        var status = stat()
+        guard fstat(descriptor, &status) == 0 else { throw Failure(action: "inspect", path: path, code: errno) }
+        guard status.st_mode & S_IFMT == S_IFREG else {
+            throw Failure(action: "use", path: path, code: EINVAL, detail: "it is not a regular file")
+        }
+        return status
+    }
+
+    /// Whether the file at `path` is the one open as `descriptor`: false when another
+    /// file took its name, nil when nothing has it.
+    static func isAtItsPath(_ descriptor: Int32, path: String) throws(Failure) -> Bool? {
+        var mine = stat(), current = stat()
+        guard fstat(descriptor, &mine) == 0 else { throw Failure(action: "inspect", path: path, code: errno) }
+        guard lstat(path, &current) == 0 else {
+            if errno == ENOENT { return nil }
+            throw Failure(action: "inspect", path: path, code: errno)
+        }
+        return current.st_dev == mine.st_dev && current.st_ino == mine.st_ino
     }
 
     /// Syncs the directory holding `path`, so that a rename into it survives a crash.

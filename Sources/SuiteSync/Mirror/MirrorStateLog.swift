@@ -138,19 +138,14 @@ final class MirrorStateLog {
     /// never blocks nor follows a link, refuses anything but a regular file and more than
     /// `limit` bytes. The descriptor comes back for `continuing` it.
     static func open(_ path: String, limit: Int) throws(DurableFile.Failure) -> (descriptor: Int32, bytes: Data)? {
-        let descriptor = Glibc.open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
-        guard descriptor >= 0 else {
-            let code = errno
-            if code == ENOENT { return nil }
-            if code == ELOOP { throw DurableFile.Failure(action: "open", path: path, code: code, detail: "it is a symbolic link") }
-            throw DurableFile.Failure(action: "open", path: path, code: code)
+        let descriptor: Int32
+        do throws(DurableFile.Failure) {
+            descriptor = try DurableFile.openWithoutFollowing(path, O_RDWR)
+        } catch where error.code == ENOENT {
+            return nil
         }
         do throws(DurableFile.Failure) {
-            var status = stat()
-            guard fstat(descriptor, &status) == 0 else { throw DurableFile.Failure(action: "inspect", path: path, code: errno) }
-            guard status.st_mode & S_IFMT == S_IFREG else {
-                throw DurableFile.Failure(action: "use", path: path, code: EINVAL, detail: "it is not a regular file")
-            }
+            let status = try DurableFile.regularFileStatus(of: descriptor, path: path)
             guard status.st_size <= off_t(limit) else {
                 throw DurableFile.Failure(action: "read", path: path, code: EFBIG,
                                           detail: "it holds \(status.st_size) bytes, more than a sync state log ever needs (\(limit))")
@@ -188,12 +183,6 @@ final class MirrorStateLog {
     /// Whether the file at `path` is still this log (not removed, nor replaced by another
     /// file): appending to one no longer there would write where no reader looks.
     func isStillAtItsPath() throws(DurableFile.Failure) -> Bool {
-        var mine = stat(), current = stat()
-        guard fstat(descriptor, &mine) == 0 else { throw DurableFile.Failure(action: "inspect", path: path, code: errno) }
-        guard lstat(path, &current) == 0 else {
-            if errno == ENOENT { return false }
-            throw DurableFile.Failure(action: "inspect", path: path, code: errno)
-        }
-        return current.st_dev == mine.st_dev && current.st_ino == mine.st_ino
+        try DurableFile.isAtItsPath(descriptor, path: path) == true
     }
 }
