@@ -24,7 +24,7 @@ public final class SuiteTransaction: SuiteWritable {
     /// Where each key's write is in `writes`, once there are more than
     /// `searchedWrites`: a short list is searched, which saves making a table for a
     /// transaction of a few keys.
-    @exclusivity(unchecked) private var positions: [String: Int] = [:]
+    @exclusivity(unchecked) private var positions = [String: Int]()
     private static let searchedWrites = 8
     @exclusivity(unchecked) private var clearsAll = false
     /// The last key read from `base`, and its slot: a transaction that reads a key
