@@ -192,6 +192,36 @@ struct ObservationTests {
         #expect(ObserverHub.of(suite.store).count == 0)
     }
 
+    /// The change watcher holds each observed suite's hub strongly while it is
+    /// watched: once every observation is cancelled or released (both ways, and both
+    /// deliveries), neither the hub nor the store may stay alive, and the directory is
+    /// no longer watched.
+    @Test func endedObservationsLeaveNeitherHubNorStoreAlive() throws {
+        weak var hub: ObserverHub?
+        weak var store: SuiteStore?
+        do {
+            let suite = try open("released")
+            let cancelled = try SuiteObservation.allKeys.start(in: suite) { _ in }
+            var released: SuiteCancellable? = try SuiteObservation.allKeys.delivered(on: .watcherThread).start(in: suite) { _ in }
+            let recorder = ChangeRecorder()
+            let last = try suite.observe(onChange: recorder.handler)
+            try suite.set(1, forKey: "k")
+            #expect(recorder.wait(for: "k", toBecome: 1))
+            hub = ObserverHub.of(suite.store)
+            store = suite.store
+            cancelled.cancel()
+            released = nil
+            last.cancel()
+            #expect(released == nil)
+        }
+        // A job of the hub's queue may still hold it for a moment.
+        let deadline = ContinuousClock.now + .seconds(30)
+        while (hub != nil || store != nil) && ContinuousClock.now < deadline { usleep(1_000) }
+        #expect(hub == nil, "the hub of a suite no longer observed stayed alive")
+        #expect(store == nil, "the store of a suite no longer observed or opened stayed alive")
+        #expect(!ChangeWatcher.shared.watchedDirectories.contains { $0.hasSuffix(directory.url.lastPathComponent) })
+    }
+
     @Test func releasingTheTokenStopsDelivery() throws {
         let suite = try open()
         let released = ChangeRecorder(), kept = ChangeRecorder()
