@@ -18,7 +18,7 @@ let syntax = CommandLineSyntax(
         increment, write-keys, ack-loop, invariant-writer, invariant-reader, pause, compact,
         hold-lock, get, try-set, set-if-absent, units-current, units-set, fork-in-transaction,
         fork-observe, hold-lock-spawn, fork-then-hold, fork-read-while-held, many-open,
-        hostile-check, units-trials, fork-pids or mangle-loop
+        hostile-check, units-trials, fork-pids, fork-release-observation or mangle-loop
         """)],
     options: RoleOptions.all + [
         .value("--key2", "KEY", help: "hostile-check: the key written"),
@@ -306,6 +306,56 @@ case "fork-observe":
     // The parent's own observation may hear of the change after the child is gone.
     _ = parentReceived.wait(timeout: .now() + 60)
     withExtendedLifetime(parentToken) {}
+
+case "fork-release-observation":
+    // Observes a second suite (SUITE.forked, opened only here, so that nothing but the
+    // token holds it) with a callback that owns a directory observation, then forks.
+    // The child releases the token: the observation stayed with the parent, but what
+    // its callback owns must go with the token, and the child's next use of the
+    // change watcher (observing a directory) must not hang, though ending what the
+    // callback owned takes the watcher's lock. The parent reaps the child, or kills it
+    // after 10 s, then releases its own token, which must let go of the same.
+    final class Owner: @unchecked Sendable { var directoryToken: SuiteCancellable? }
+    weak var owned: Owner?
+    var token: SuiteCancellable?
+    // The directory observed is another one: one observing this directory would
+    // open the suite, and so hold the store, the hub and the callback itself.
+    let listened = URL(fileURLWithPath: option("dir")).appendingPathComponent("listened")
+    try FileManager.default.createDirectory(at: listened, withIntermediateDirectories: true)
+    do {
+        let owner = Owner()
+        owner.directoryToken = try Suite.observeSuites(in: listened) { _ in }
+        let observed = try Suite(named: option("suite") + ".forked", directory: URL(fileURLWithPath: option("dir")))
+        // Written before the observation starts, and nothing after: no change is
+        // delivered, so no job of the observers' queue holds the hub in the child.
+        try observed.set(1, forKey: "k")
+        token = try observed.observe { [owner] _ in _ = owner }
+        owned = owner
+    }
+    let child = fork()
+    if child == 0 {
+        token = nil
+        Output.line("child released, callback's owner \(owned == nil ? "gone" : "alive")")
+        let again = try? Suite.observeSuites(in: listened) { _ in }
+        Output.line("child observes again: \(again != nil)")
+        _exit(0)
+    }
+    var status: Int32 = 0
+    let deadline = ContinuousClock.now + .seconds(10)
+    while waitpid(child, &status, WNOHANG) != child {
+        guard ContinuousClock.now < deadline else {
+            kill(child, SIGKILL)
+            _ = waitpid(child, &status, 0)
+            Output.line("child hung")
+            break
+        }
+        usleep(1_000)
+    }
+    Output.line("child status \(status)")
+    token = nil
+    let released = ContinuousClock.now + .seconds(10)
+    while owned != nil && ContinuousClock.now < released { usleep(1_000) }
+    Output.line("parent released, callback's owner \(owned == nil ? "gone" : "alive")")
 
 case "hold-lock-spawn":
     // Inside a transaction (holding the lock), starts a long-lived program, reports

@@ -104,9 +104,15 @@ final class ChangeWatcher: Sendable {
 
     /// Runs `body` on the state of this process, begun afresh in a forked child.
     private func withState<R>(_ body: (inout State) throws -> R) rethrows -> R {
-        try locked.withLock { state in
+        // A forked child lets go of the parent's state only after the lock: what it
+        // holds (hubs, their observers' callbacks, and what those own) may end
+        // observations as it goes, which takes this lock again.
+        var inherited: State?
+        defer { withExtendedLifetime(inherited) {} }
+        return try locked.withLock { state in
             if state.epoch != ForkEpoch.current {
                 if state.inotify >= 0 { Inotify.close(state.inotify) }
+                inherited = state
                 state = State()
             }
             return try body(&state)
@@ -269,6 +275,10 @@ final class ChangeWatcher: Sendable {
             for (path, watchers) in state.lost {
                 guard let directory = try? DirectoryHandle.open(path: path) else { continue }
                 state.lost[path] = nil
+                // Moving from here on, in the same hold of the lock: an observation
+                // cancelled in between would find its hub nowhere, and the hub's count
+                // would never reach zero.
+                state.moving.hubs.merge(watchers.hubs) { _, new in new }
                 found.append((directory, watchers))
             }
             return found
@@ -276,7 +286,6 @@ final class ChangeWatcher: Sendable {
         for (directory, watchers) in found {
             for (key, entry) in watchers.hubs {
                 let hub = entry.hub
-                withState { $0.moving.hubs[key] = entry }
                 hub.moveToReplacedDirectory { [self] directory in
                     try withState { state in
                         // Cancelled meanwhile, or the move failed: nothing to watch.
@@ -297,6 +306,13 @@ final class ChangeWatcher: Sendable {
             // The listeners look at the whole directory again.
             if watched { for listener in watchers.listeners.values { listener.handler(nil) } }
         }
+    }
+
+    /// In a forked child: lets go of the state inherited from the parent, and with it
+    /// the parent's hubs, when an observation made in the parent ends there (it
+    /// stayed with the parent, and nothing else would end the hold).
+    func forgetStateInheritedByFork() {
+        withState { _ in }
     }
 
     // MARK: For tests

@@ -118,8 +118,9 @@ final class ObserverHub: AppliedCommitListener {
         // when no `Suite` instance remains.
         return SuiteCancellable { [store] in
             sink.deactivate()
-            // In a forked child, the observation stayed with the parent.
-            guard epoch == ForkEpoch.current else { return }
+            // In a forked child, the observation stayed with the parent; the watcher's
+            // state inherited from it, which holds this hub, is let go of.
+            guard epoch == ForkEpoch.current else { return ChangeWatcher.shared.forgetStateInheritedByFork() }
             // The removal waits for the store's lock; an observer called on the watcher's
             // thread, which waits for no suite, leaves it to the suite's queue.
             if ChangeWatcher.shared.isReaderThread {
