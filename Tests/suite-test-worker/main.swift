@@ -146,6 +146,24 @@ func holdLockUntilKilled() {
 
 
 
+/// Whether every thread of this process but the calling one is asleep (state S in
+/// /proc/self/task/TID/stat): none is inside the Swift runtime, holding its locks.
+func otherThreadsAreAsleep() -> Bool {
+    // /proc/thread-self links to "PID/task/TID" of the calling thread.
+    guard let me = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/thread-self").split(separator: "/").last,
+          let tasks = try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")
+    else { return false }
+    for task in tasks where task != me {
+        guard let stat = try? String(contentsOfFile: "/proc/self/task/\(task)/stat", encoding: .utf8),
+              let end = stat.lastIndex(of: ")")
+        else { continue }
+        // "TID (NAME) STATE ...": the state follows the name's closing parenthesis.
+        let state = stat[stat.index(after: end)...].dropFirst().first
+        if state != "S" { return false }
+    }
+    return true
+}
+
 switch command {
 case "increment":
     // THREADS threads, each doing COUNT read-increment-write transactions.
@@ -316,8 +334,11 @@ case "fork-release-observation":
     // callback owned takes the watcher's lock. The parent reaps the child, or kills it
     // after 10 s, then releases its own token, which must let go of the same.
     final class Owner: @unchecked Sendable { var directoryToken: SuiteCancellable? }
+    // The token in a box: a local variable's value may be kept alive by a copy the
+    // compiler made, past the assignment of nil that the test is about.
+    final class Held { var token: SuiteCancellable? }
     weak var owned: Owner?
-    var token: SuiteCancellable?
+    let held = Held()
     // The directory observed is another one: one observing this directory would
     // open the suite, and so hold the store, the hub and the callback itself.
     let listened = URL(fileURLWithPath: option("dir")).appendingPathComponent("listened")
@@ -329,12 +350,24 @@ case "fork-release-observation":
         // Written before the observation starts, and nothing after: no change is
         // delivered, so no job of the observers' queue holds the hub in the child.
         try observed.set(1, forKey: "k")
-        token = try observed.observe { [owner] _ in _ = owner }
+        // The same kinds of observation started and ended once here first: the
+        // child then meets no generic type for the first time. Its first use needs a
+        // lock of the Swift runtime, which another thread may have held at the fork.
+        try Suite.observeSuites(in: listened) { _ in }.cancel()
+        try observed.observe { _ in }.cancel()
+        held.token = try observed.observe { [owner] _ in _ = owner }
         owned = owner
+    }
+    // And no other thread at work at the fork: each asleep, three looks in a row.
+    let quiet = ContinuousClock.now + .seconds(10)
+    var quietLooks = 0
+    while quietLooks < 3 && ContinuousClock.now < quiet {
+        quietLooks = otherThreadsAreAsleep() ? quietLooks + 1 : 0
+        usleep(1_000)
     }
     let child = fork()
     if child == 0 {
-        token = nil
+        held.token = nil
         Output.line("child released, callback's owner \(owned == nil ? "gone" : "alive")")
         let again = try? Suite.observeSuites(in: listened) { _ in }
         Output.line("child observes again: \(again != nil)")
@@ -352,7 +385,7 @@ case "fork-release-observation":
         usleep(1_000)
     }
     Output.line("child status \(status)")
-    token = nil
+    held.token = nil
     let released = ContinuousClock.now + .seconds(10)
     while owned != nil && ContinuousClock.now < released { usleep(1_000) }
     Output.line("parent released, callback's owner \(owned == nil ? "gone" : "alive")")
