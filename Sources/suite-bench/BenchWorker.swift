@@ -20,7 +20,6 @@ enum BenchWorker {
             .value("--count", "N", help: "increments, or changes to wait for"),
             .value("--idle-ms", "MS", help: "how long a peer's poller measures its idle CPU"),
             .value("--delivery", "watcher-thread", help: "watch: the observation asks for delivery on the change watcher's thread"),
-            .value("--file", "PATH", help: "inotify-floor: the file to watch (default: DIR/floor.notify)"),
         ]
     )
 
@@ -100,7 +99,7 @@ enum BenchWorker {
             // The bare inotify wake: a watch on the file, a blocking read of the event,
             // then a read of which write it was (the kernel merges events a reader has
             // not taken yet, so a wake may stand for more than one write).
-            let file = commandLine.value("--file") ?? directory.appendingPathComponent("floor.notify").path
+            let file = directory.appendingPathComponent("floor.notify").path
             let inotify = inotify_init1(Int32(IN_CLOEXEC))
             let descriptor = open(file, O_RDONLY | O_CLOEXEC)
             inotify_add_watch(inotify, file, UInt32(IN_MODIFY))

@@ -7,21 +7,20 @@ import ToolSupport
 extension Bench {
     /// From a write's return in this process to the observer's delivery in another,
     /// with 1 and with 8 watching processes, and with 1 whose observation asked for
-    /// `.watcherThread`; and what a watcher's CPU costs per change. Each row's floor,
-    /// a bare inotify wake, takes turns with its writes, so that a slow spell of the
-    /// machine falls on both alike.
+    /// `.watcherThread`; and what a watcher's CPU costs per change.
     func notificationRows() throws -> [BenchRow] {
         let writes = options.samples(500, quick: 50)
+        let floor = try inotifyFloor(writes)
         var cpuPerThousand = Samples(), cpuOnWatcherThread = Samples()
         let measured = try [(1, false), (1, true), (8, false)].map { watchers, onWatcherThread in
             let name = "notify_\(watchers)" + (onWatcherThread ? "_watcher_thread" : "")
-            let run = try deliveryLatencies(suite: name, watchers: watchers, writes: writes, onWatcherThread: onWatcherThread)
-            if name == "notify_1" { cpuPerThousand = run.cpuPerThousand }
-            if onWatcherThread { cpuOnWatcherThread = run.cpuPerThousand }
+            let (latencies, cpu) = try deliveryLatencies(suite: name, watchers: watchers, writes: writes, onWatcherThread: onWatcherThread)
+            if name == "notify_1" { cpuPerThousand = cpu }
+            if onWatcherThread { cpuOnWatcherThread = cpu }
             let delivery = onWatcherThread ? "on the watcher's thread (SuiteObservation.Delivery.watcherThread)" : "on the suite's observer queue (the default)"
-            return BenchRow(name: name, ours: .init(run.latencies)!, foundation: nil, floor: .init(run.floor),
-                            note: String(format: "from a write's return to delivery in another process, %d watching, %d changes each, delivered %@; max %.0f µs; floor: a bare inotify wake after a write, in turns with ours (blocks of %d); Foundation delivers none across processes",
-                                         watchers, writes, delivery, run.latencies.maximum ?? 0, Self.notificationTurn))
+            return BenchRow(name: name, ours: .init(latencies)!, foundation: nil, floor: .init(floor),
+                            note: String(format: "from a write's return to delivery in another process, %d watching, %d changes each, delivered %@; max %.0f µs; floor: a bare inotify wake after a write; Foundation delivers none across processes",
+                                         watchers, writes, delivery, latencies.maximum ?? 0))
         }
         guard let cpu = BenchRow.Figure(cpuPerThousand) else {
             throw ToolError(status: 1, message: "the watcher did not report its CPU time")
@@ -31,43 +30,20 @@ extension Bench {
                                     note: "ms of CPU, not µs: the watching process's CPU time (every thread) per 1,000 changes delivered, while notify_1's \(writes) changes came, 1 ms apart\(onWatcherThread); Foundation delivers none across processes")]
     }
 
-    /// How many writes of ours, or of the floor, follow one another before the other
-    /// takes its turn.
-    static let notificationTurn = 10
-
     /// `writes` sets 1 ms apart, each timed from its return to its delivery in each of
-    /// `watchers` processes, in turns with as many writes to a file that a bare
-    /// inotify reader watches (the floor); and each watcher's CPU per 1,000 changes.
-    private func deliveryLatencies(suite name: String, watchers: Int, writes: Int, onWatcherThread: Bool)
-        throws -> (latencies: Samples, floor: Samples, cpuPerThousand: Samples) {
+    /// `watchers` processes; and each watcher's CPU per 1,000 changes.
+    private func deliveryLatencies(suite name: String, watchers: Int, writes: Int,
+                                   onWatcherThread: Bool) throws -> (latencies: Samples, cpuPerThousand: Samples) {
         let suite = try self.suite(name, keys: 10)
         var values = ["suite": name, "count": "\(writes)"]
         if onWatcherThread { values["delivery"] = "watcher-thread" }
         let processes = try (0..<watchers).map { _ in try worker("watch", values) }
-        // The floor's file lies in a directory of its own: our watchers watch the
-        // suite's directory, and would wake for its writes too.
-        let floorDirectory = root.appendingPathComponent("\(name).floor")
-        try FileManager.default.createDirectory(at: floorDirectory, withIntermediateDirectories: true)
-        let floorPath = floorDirectory.appendingPathComponent("floor.notify").path
-        let floorFile = open(floorPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
-        guard floorFile >= 0 else { throw ToolError(status: 1, message: "cannot make \(floorPath)") }
-        defer { close(floorFile) }
-        let floorWatcher = try worker("inotify-floor", ["count": "\(writes)", "file": floorPath])
-        for process in processes + [floorWatcher] { _ = try process.expect("ready") }
-        // Ours set "t" to 0 ..< writes; the floor writes 1 ... writes.
-        var returned: [UInt64] = [], floorReturned: [UInt64] = [0]
-        while returned.count < writes {
-            for _ in 0..<min(Self.notificationTurn, writes - returned.count) {
-                var word = UInt64(floorReturned.count)
-                _ = pwrite(floorFile, &word, 8, 0)
-                floorReturned.append(monotonicNanoseconds())
-                usleep(1_000)
-            }
-            for _ in 0..<min(Self.notificationTurn, writes - returned.count) {
-                try suite.set(returned.count, forKey: "t")
-                returned.append(monotonicNanoseconds())
-                usleep(1_000)
-            }
+        for process in processes { _ = try process.expect("ready") }
+        var returned: [UInt64] = []
+        for sequence in 0..<writes {
+            try suite.set(sequence, forKey: "t")
+            returned.append(monotonicNanoseconds())
+            usleep(1_000)
         }
         var latencies = Samples(), cpuPerThousand = Samples()
         for process in processes {
@@ -83,16 +59,7 @@ extension Bench {
         guard latencies.values.count == watchers * writes else {
             throw ToolError(status: 1, message: "the watchers received \(latencies.values.count) of \(watchers * writes) changes")
         }
-        _ = try floorWatcher.expect("got \(writes) ")
-        _ = floorWatcher.wait(timeout: .seconds(60))
-        var floor = Samples()
-        for line in floorWatcher.lines where line.hasPrefix("got ") {
-            let fields = line.split(separator: " ")
-            if fields.count == 3, let sequence = Int(fields[1]), sequence > 0, sequence <= writes, let arrived = UInt64(fields[2]) {
-                floor.add((Double(arrived) - Double(floorReturned[sequence])) / 1_000)
-            }
-        }
-        return (latencies, floor, cpuPerThousand)
+        return (latencies, cpuPerThousand)
     }
 
     /// The microseconds from each write's return (`returned[n]`, monotonic ns) to its
@@ -105,5 +72,31 @@ extension Bench {
             else { return nil }
             return (Double(arrived) - Double(returned[sequence])) / 1_000
         }
+    }
+
+    /// A process blocked on inotify, woken by a write to the file it watches.
+    private func inotifyFloor(_ writes: Int) throws -> Samples {
+        let path = root.appendingPathComponent("floor.notify").path
+        let descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        defer { close(descriptor) }
+        let watcher = try worker("inotify-floor", ["count": "\(writes)"])
+        _ = try watcher.expect("ready")
+        // Writes 1 ... writes; the watcher reports each it saw.
+        var returned: [UInt64] = [0]
+        for sequence in 1...UInt64(writes) {
+            var word = sequence
+            _ = pwrite(descriptor, &word, 8, 0)
+            returned.append(monotonicNanoseconds())
+            usleep(1_000)
+        }
+        _ = try watcher.expect("got \(writes) ")
+        var samples = Samples()
+        for line in watcher.lines where line.hasPrefix("got ") {
+            let fields = line.split(separator: " ")
+            if fields.count == 3, let sequence = Int(fields[1]), sequence > 0, sequence <= writes, let arrived = UInt64(fields[2]) {
+                samples.add((Double(arrived) - Double(returned[sequence])) / 1_000)
+            }
+        }
+        return samples
     }
 }
