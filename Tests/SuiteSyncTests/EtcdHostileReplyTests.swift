@@ -11,15 +11,16 @@ struct EtcdHostileReplyTests {
     static let header = #"{"cluster_id":"1","member_id":"2","revision":"7","raft_term":"2"}"#
 
     /// A client of `server` with short deadlines and a 1 MiB cap.
-    func client(of servers: FakeHTTPServer..., credentials: EtcdCredentials? = nil) throws -> EtcdClient {
+    func client(of servers: FakeHTTPServer..., credentials: EtcdCredentials? = nil,
+                requestTimeout: Duration = .milliseconds(800)) throws -> EtcdClient {
         try EtcdClient(configuration: EtcdConfiguration(endpoints: servers.map(\.url), credentials: credentials,
-                                                        requestTimeout: .milliseconds(800), maximumReplyBytes: 1 << 20))
+                                                        requestTimeout: requestTimeout, maximumReplyBytes: 1 << 20))
     }
 
     /// The error of one `get` against a server that answers `steps`.
-    func errorOfGet(answering steps: [FakeHTTPServer.Step]) async throws -> EtcdError? {
+    func errorOfGet(answering steps: [FakeHTTPServer.Step], requestTimeout: Duration = .milliseconds(800)) async throws -> EtcdError? {
         let server = try FakeHTTPServer { _ in steps }
-        let client = try client(of: server)
+        let client = try client(of: server, requestTimeout: requestTimeout)
         return try await within(.seconds(30), "an answer") { await etcdError { _ = try await client.get(bytes("/k")) } }
     }
 
@@ -76,14 +77,17 @@ struct EtcdHostileReplyTests {
         // client's own, unless the threads were held so long that the socket's idle
         // timeout, one second later, came first: either is a deadline.
         let deadlines: Set = ["no reply in time", "no data in time"]
-        for (steps, reasons): ([FakeHTTPServer.Step], Set<String>) in [
-            ([.hang], deadlines),
-            ([.send(Data("HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n{\"header\":".utf8))], ["connection lost"]),
-            ([.send(Data("HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n{\"header\":".utf8)), .hang], deadlines),
-            ([.send(Data("garbage that is not HTTP\r\n\r\n".utf8))], ["not an HTTP reply"]),
-            ([FakeHTTPServer.reply(status: 503, "{\"error\":\"no leader\",\"code\":14}")], ["HTTP 503, gRPC code 14: no leader"]),
+        // The replies that end at once get a deadline that threads held by other
+        // tests cannot outlast (it once ended a cut reply first, under a full run).
+        let shortDeadline = Duration.milliseconds(800), longDeadline = Duration.seconds(20)
+        for (steps, reasons, deadline): ([FakeHTTPServer.Step], Set<String>, Duration) in [
+            ([.hang], deadlines, shortDeadline),
+            ([.send(Data("HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n{\"header\":".utf8))], ["connection lost"], longDeadline),
+            ([.send(Data("HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n{\"header\":".utf8)), .hang], deadlines, shortDeadline),
+            ([.send(Data("garbage that is not HTTP\r\n\r\n".utf8))], ["not an HTTP reply"], longDeadline),
+            ([FakeHTTPServer.reply(status: 503, "{\"error\":\"no leader\",\"code\":14}")], ["HTTP 503, gRPC code 14: no leader"], longDeadline),
         ] {
-            let error = try await errorOfGet(answering: steps)
+            let error = try await errorOfGet(answering: steps, requestTimeout: deadline)
             guard case .unavailable(let failures) = error else {
                 Issue.record("expected .unavailable, got \(String(describing: error))")
                 continue
