@@ -49,7 +49,9 @@ struct ExportDefaultMarkTests {
                 "a choice the import replaces with a default is a default")
         #expect(copy.storedEntries()["theme"]?.isDefault == false, "a default chosen since stays a choice")
         // Observers, suite-sync among them, hear an imported default as one.
+        // Each awaited: the changes of one commit reach the recorder one by one.
         #expect(recorder.wait(for: "units", toBecome: "metric"))
+        #expect(recorder.wait(for: "name", toBecome: "Ann"))
         #expect(recorder.changes.last { $0.key == "units" }?.isDefault == true)
         #expect(recorder.changes.last { $0.key == "name" }?.isDefault == false)
         // A process that opens the file afresh reads the marks from the journal.
