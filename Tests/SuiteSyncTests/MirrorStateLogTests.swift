@@ -14,7 +14,7 @@ struct MirrorStateLogTests {
     static let prefix = "/suite-defaults/statelog"
 
     static func statePath(of machine: Machine, prefix: String = Self.prefix) -> String {
-        machine.directory.url.appendingPathComponent(MirrorHostileTests.stateFileName("s", prefix: prefix)).path
+        SuiteMirrorTests.statePath(of: machine, prefix: prefix)
     }
 
     static func logPath(of machine: Machine, prefix: String = Self.prefix) -> String {
@@ -23,8 +23,7 @@ struct MirrorStateLogTests {
 
     /// The state file alone, as JSON, without its log.
     static func snapshot(_ path: String) throws -> [String: Any] {
-        let data = try #require(FileManager.default.contents(atPath: path))
-        return try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+        try SuiteMirrorTests.stateObject(try #require(FileManager.default.contents(atPath: path)))
     }
 
     /// Each base entry of `state` as "VALUE@MOD_REVISION" (VALUE the typed JSON text, or null).

@@ -209,16 +209,20 @@ struct SuiteMirrorTests {
         #expect(final == ["s/other": #""from-b""#, "s/unrelated": "1"])
     }
 
-    /// Where `machine` keeps the sync state of suite `s`.
-    static func statePath(of machine: Machine) -> String {
+    /// Where `machine` keeps the sync state of suite `s` under `prefix`.
+    static func statePath(of machine: Machine, prefix: String = Self.prefix) -> String {
         machine.directory.url.appendingPathComponent(MirrorHostileTests.stateFileName("s", prefix: prefix)).path
     }
 
     /// The state at `path` as a mirror starting now would find it: the state file with
     /// its log replayed.
     static func readState(_ path: String) throws -> [String: Any] {
-        let data = try MirrorStateFiles.currentStateJSON(statePath: path)
-        return try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+        try stateObject(MirrorStateFiles.currentStateJSON(statePath: path))
+    }
+
+    /// A state's JSON as an object.
+    static func stateObject(_ data: Data) throws -> [String: Any] {
+        try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
     }
 
     /// Makes `state` the whole state at `path`: written as the state file, its log

@@ -73,19 +73,10 @@ final class DurableFile {
             guard (try? isAtItsPath(descriptor, path: path)) == true else {
                 continue  // Replaced (or removed) before we locked it: lock what is there now.
             }
-            guard status.st_size <= off_t(limit) else {
-                throw Failure(action: "read", path: path, code: EFBIG,
-                              detail: "it holds \(status.st_size) bytes, more than a sync state ever needs (\(limit))")
-            }
-            return (file, try file.readAll(limit: limit))
+            let data = try readAll(descriptor, status: status, path: path, limit: limit, holding: "a sync state")
+            return (file, data.isEmpty ? nil : data)
         }
         throw Failure(action: "lock", path: path, code: EAGAIN, detail: "it keeps being replaced by another process")
-    }
-
-    /// The file's bytes, read through the locked descriptor; nil when it is empty.
-    private func readAll(limit: Int) throws(Failure) -> Data? {
-        let data = try Self.readAll(descriptor, path: path, limit: limit)
-        return data.isEmpty ? nil : data
     }
 
     /// Checks, before a save, that the file at `path` is still the one locked here, and
@@ -99,8 +90,7 @@ final class DurableFile {
         case nil: return false  // Removed: the next replace makes it again.
         case false?: break
         }
-        let other = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
-        guard other >= 0 else { throw Failure(action: "open", path: path, code: errno) }
+        let other = try Self.openWithoutFollowing(path, O_RDONLY)
         if flock(other, LOCK_EX | LOCK_NB) != 0 {
             let code = errno
             Glibc.close(other)
@@ -215,9 +205,14 @@ final class DurableFile {
         guard fsync(directoryDescriptor) == 0 else { throw Failure(action: "sync", path: directory, code: errno) }
     }
 
-    /// Reads all of `descriptor` from its start, refusing more than `limit` bytes
-    /// (`path` names it in errors).
-    static func readAll(_ descriptor: Int32, path: String, limit: Int) throws(Failure) -> Data {
+    /// Reads all of `descriptor`, whose status is `status`, refusing a file of more than
+    /// `limit` bytes by its size before reading (`what` it holds says why in the error),
+    /// and one that grows past it while read.
+    static func readAll(_ descriptor: Int32, status: stat, path: String, limit: Int, holding what: String) throws(Failure) -> Data {
+        guard status.st_size <= off_t(limit) else {
+            throw Failure(action: "read", path: path, code: EFBIG,
+                          detail: "it holds \(status.st_size) bytes, more than \(what) ever needs (\(limit))")
+        }
         var data = Data()
         var buffer = [UInt8](repeating: 0, count: 65536)
         while true {

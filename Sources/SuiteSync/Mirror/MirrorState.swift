@@ -100,6 +100,13 @@ struct MirrorState: Codable, Equatable {
         return String(repeating: "0", count: 16 - hex.count) + hex
     }
 
+    /// The state as the state file holds it: JSON with sorted keys.
+    func snapshotJSON() throws -> Data {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        return try encoder.encode(self)
+    }
+
     /// The most the state file may hold, judged by its size before reading.
     static let sizeLimit = 256 << 20
     /// The most the log may hold: compacted by `sizeLimit` at the latest, plus one
@@ -168,12 +175,16 @@ struct MirrorState: Codable, Equatable {
         return Loaded(state: state, appendableLogEnd: whole ? contents.end : nil, damage: damage)
     }
 
-    /// Opens and locks the state in `path` (see `DurableFile`) and reads the log in
-    /// `logPath` that continues it: a fresh state when the file is new or empty. Throws
-    /// when another mirror holds it, or when either file is not a regular file, not
-    /// readable, or another prefix's (the log: or another suite's).
-    static func open(path: String, temporaryPath: String, logPath: String, prefix: String, suite: String) throws
+    /// Opens and locks the state of `suite` and `prefix` in `directory` (`fileName`, see
+    /// `DurableFile`) and reads the log that continues it (`logFileName`): a fresh state
+    /// when the file is new or empty. Throws when another mirror holds it, or when either
+    /// file is not a regular file, not readable, or another prefix's (the log: or another
+    /// suite's).
+    static func open(directory: String, suite: String, prefix: String) throws
         -> (state: MirrorState, store: MirrorStateStore, damage: String?) {
+        let path = directory + "/" + fileName(suite: suite, prefix: prefix)
+        let temporaryPath = directory + "/" + temporaryFileName(suite: suite, prefix: prefix)
+        let logPath = directory + "/" + logFileName(suite: suite, prefix: prefix)
         let (file, contents): (DurableFile, Data?)
         do {
             (file, contents) = try DurableFile.openLocked(path, temporaryPath: temporaryPath, limit: sizeLimit)
@@ -296,9 +307,7 @@ final class MirrorStateStore {
         var id: UInt64 = 0
         while id == 0 { id = UInt64.random(in: .min ... .max) }
         state.log = String(id, radix: 16)
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys]
-        let data = try encoder.encode(state)
+        let data = try state.snapshotJSON()
         // The old log goes only once the new snapshot names another id: until then, a kill
         // leaves the old snapshot and the log continuing it.
         log = nil
@@ -324,9 +333,7 @@ final class MirrorStateStore {
         let snapshot = FileManager.default.contents(atPath: statePath)
         let log = FileManager.default.contents(atPath: logPath)
         let loaded = try MirrorState.load(snapshot: snapshot, log: log, prefix: nil, suite: nil, path: statePath, logPath: logPath)
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys]
-        return try encoder.encode(loaded.state)
+        return try loaded.state.snapshotJSON()
     }
 }
 

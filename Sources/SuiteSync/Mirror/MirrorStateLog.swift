@@ -146,11 +146,7 @@ final class MirrorStateLog {
         }
         do throws(DurableFile.Failure) {
             let status = try DurableFile.regularFileStatus(of: descriptor, path: path)
-            guard status.st_size <= off_t(limit) else {
-                throw DurableFile.Failure(action: "read", path: path, code: EFBIG,
-                                          detail: "it holds \(status.st_size) bytes, more than a sync state log ever needs (\(limit))")
-            }
-            return (descriptor, try DurableFile.readAll(descriptor, path: path, limit: limit))
+            return (descriptor, try DurableFile.readAll(descriptor, status: status, path: path, limit: limit, holding: "a sync state log"))
         } catch {
             Glibc.close(descriptor)
             throw error

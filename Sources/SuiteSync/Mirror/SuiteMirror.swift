@@ -181,11 +181,7 @@ final class MirrorEngine {
         for name in mirror.configuration.suites {
             let suite = try await waitingForTheSuiteLock("cannot open \(name)") { try Suite(named: name, directory: directory) }
             guard sides[suite.name] == nil else { continue }
-            let path = suite.directory.path + "/" + MirrorState.fileName(suite: suite.name, prefix: keys.prefix)
-            let temporaryPath = suite.directory.path + "/" + MirrorState.temporaryFileName(suite: suite.name, prefix: keys.prefix)
-            let logPath = suite.directory.path + "/" + MirrorState.logFileName(suite: suite.name, prefix: keys.prefix)
-            let (state, store, damage) = try MirrorState.open(path: path, temporaryPath: temporaryPath, logPath: logPath,
-                                                              prefix: keys.prefix, suite: suite.name)
+            let (state, store, damage) = try MirrorState.open(directory: suite.directory.path, suite: suite.name, prefix: keys.prefix)
             // What the log held before the damage is kept; the next save starts a new log.
             if let damage { report(.error("\(damage)")) }
             let side = MirrorSide(suite: suite, store: store, state: state)
