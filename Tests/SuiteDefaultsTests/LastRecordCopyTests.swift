@@ -79,6 +79,19 @@ struct LastRecordCopyTests {
         #expect(read == "v1", "read \(String(describing: read))")
     }
 
+    /// The same under the lock: a writer one commit behind catches up from the copy
+    /// before it commits.
+    @Test func aWriterOneCommitBehindReadsTheCopyUnderTheLock() throws {
+        let name = "copied-locked"
+        let suite = try reader(name)
+        let before = try fileSize(dataPath(name))
+        try commitElsewhere(name, value: "v1")
+        try damageCommittedValue(name, inLast: try fileSize(dataPath(name)) - before)
+        try suite.set("w", forKey: "j")
+        let read = suite.string(forKey: "k")
+        #expect(read == "v1", "read \(String(describing: read))")
+    }
+
     @Test func aCopyUnderAnotherGenerationIsNotRead() throws {
         let name = "other-generation"
         let suite = try reader(name)

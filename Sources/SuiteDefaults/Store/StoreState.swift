@@ -226,7 +226,10 @@ final class StoreState: @unchecked Sendable {
                 // Bounded by what is there before anything is read, and from the suite's
                 // file: one that lost its name may hold what the suite's never had.
                 guard length <= status.size, status.linkCount > 0 else { return try damageFound(exclusive: exclusive) }
-                if length > view.length { try readRecords(from: view.length, to: length, exclusive: exclusive) }
+                // One commit behind (a writer that waited for the lock), from the copy.
+                if length > view.length, !applyLastRecordCopy(header, of: committed, count: length - view.length) {
+                    try readRecords(from: view.length, to: length, exclusive: exclusive)
+                }
                 // The dead writer may have written its record whole past the committed
                 // length. The rebuild under the exclusive lock keeps such a record, and
                 // a fresh process reads it, so this one reads it too rather than stay a
