@@ -209,6 +209,33 @@ struct SuiteMirrorTests {
         #expect(final == ["s/other": #""from-b""#, "s/unrelated": "1"])
     }
 
+    /// A key changed on both sides while suite-sync was down: the restart sends the local
+    /// value. Where that send does not happen at once (here etcd refuses the value, over
+    /// its request limit; in a loaded run, the restart's other sends go first) and the
+    /// user meanwhile sets the key back to the value last agreed, that is sent too: the
+    /// base took etcd's value when the restart decided, so the old one does not look like
+    /// no change while etcd holds another.
+    @Test func aLocalChangeBackToTheOldBaseAfterARestartFoundBothSidesChangedIsSent() async throws {
+        let rig = try await MirrorRig(["a", "b"], prefix: Self.prefix, suites: ["s"])
+        let (client, a, b) = (rig.client, rig.machines[0], rig.machines[1])
+        try await rig.startAll()
+        try a.suite("s").set("agreed", forKey: "k")
+        try await converge([a, b], client, prefix: Self.prefix)
+        await a.kill()
+
+        try b.suite("s").set("from-b", forKey: "k")
+        try await eventually(.seconds(20), "b's write in etcd") {
+            try await etcdValues(client, prefix: Self.prefix).values["s/k"] == #""from-b""#
+        }
+        try a.suite("s").set(String(repeating: "x", count: 2 << 20), forKey: "k")
+        let mirror = try await a.start()
+        #expect(mirror.lines.contains { $0.contains("\"error\"") && $0.contains("not sent") }, "\(mirror.lines.suffix(5))")
+
+        try a.suite("s").set("agreed", forKey: "k")
+        let final = try await converge([a, b], client, prefix: Self.prefix)
+        #expect(final["s/k"] == #""agreed""#, "\(final)")
+    }
+
     /// Where `machine` keeps the sync state of suite `s` under `prefix`.
     static func statePath(of machine: Machine, prefix: String = Self.prefix) -> String {
         machine.directory.url.appendingPathComponent(MirrorHostileTests.stateFileName("s", prefix: prefix)).path

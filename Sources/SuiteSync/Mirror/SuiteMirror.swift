@@ -11,7 +11,8 @@ import Foundation
 ///   revision H and compare, per key, the local value L, the base B and the remote R.
 ///   L changed and R not: send L. R changed and L not: apply R. Both: L is an offline
 ///   write, sent now and so later in etcd's order: it wins, except a default, which is
-///   sent create-only and loses to any remote value. L equal to R: agreed.
+///   sent create-only and loses to any remote value; the base takes R first, so that L
+///   set back to B before the send still differs from it. L equal to R: agreed.
 /// - **Local → etcd.** A change not marked mirrored makes its key dirty; a dirty key
 ///   whose value differs from the base is sent: a put, a delete, or for a first-access
 ///   default a create-only transaction (which, when etcd has a value, brings that value
@@ -391,6 +392,10 @@ final class MirrorEngine {
                 toApply.append((key, remoteEntry?.value, remoteEntry?.modRevision ?? revision))
                 expecting[key] = local
             } else {
+                // Both changed: the base takes the remote value, which the local one
+                // replaces, so that a local change back to the old base before the send
+                // is sent too, not taken for no change while etcd holds another value.
+                if remoteChanged { side.state.base[key] = remoteEntry ?? MirrorState.Entry(value: nil, modRevision: revision) }
                 toSend.append(key)
             }
         }
