@@ -209,6 +209,39 @@ struct SuiteMirrorTests {
         #expect(final == ["s/other": #""from-b""#, "s/unrelated": "1"])
     }
 
+    /// A removal made while suite-sync was down, just after its put of the key's first
+    /// value was acknowledged by etcd but before the base was saved (the log as such a kill
+    /// leaves it: its last record dropped). The local value, absent, equals the base the
+    /// restart finds (none), as if nothing had changed here, but the send written ahead
+    /// says the key held another value since: the removal is sent, not undone by applying
+    /// the value sent.
+    @Test func aRemovalAfterASendWhoseBaseAKillNeverSavedIsSent() async throws {
+        let rig = try await MirrorRig(["a", "b"], prefix: Self.prefix, suites: ["s"])
+        let (client, a, b) = (rig.client, rig.machines[0], rig.machines[1])
+        try await rig.startAll()
+        try a.suite("s").set("first", forKey: "k")
+        let statePath = Self.statePath(of: a)
+        try await eventually(.seconds(20), "a's state agreeing on k", describe: { "\(try Self.readState(statePath))" }) {
+            ((try Self.readState(statePath)["base"] as? [String: Any])?["k"] as? [String: Any])?["value"] as? String == #""first""#
+        }
+        try await converge([a, b], client, prefix: Self.prefix)
+        await a.kill()
+
+        // The kill came after etcd took the put, before the record of its base.
+        let logPath = MirrorStateFiles.logPath(ofStatePath: statePath)
+        let log = try #require(FileManager.default.contents(atPath: logPath))
+        let (start, payload) = try #require(Self.lastRecord(of: log))
+        let record = try Self.stateObject(payload)
+        #expect((record["base"] as? [String: Any])?["k"] != nil, "the last record is not the base of k: \(record)")
+        #expect(truncate(logPath, off_t(start)) == 0)
+        #expect((try Self.readState(statePath)["base"] as? [String: Any])?["k"] == nil)
+
+        try a.suite("s").setValue(nil, forKey: "k")
+        try await a.start()
+        let final = try await converge([a, b], client, prefix: Self.prefix)
+        #expect(final["s/k"] == nil, "\(final)")
+    }
+
     /// A key changed on both sides while suite-sync was down: the restart sends the local
     /// value. Where that send does not happen at once (here etcd refuses the value, over
     /// its request limit; in a loaded run, the restart's other sends go first) and the
@@ -234,6 +267,21 @@ struct SuiteMirrorTests {
         try a.suite("s").set("agreed", forKey: "k")
         let final = try await converge([a, b], client, prefix: Self.prefix)
         #expect(final["s/k"] == #""agreed""#, "\(final)")
+    }
+
+    /// Where the last record of a state log's bytes starts, and its payload; nil when it
+    /// holds only its header.
+    static func lastRecord(of log: Data) -> (start: Int, payload: Data)? {
+        let bytes = [UInt8](log)
+        var offset = 8, records: [(start: Int, payload: Data)] = []
+        while offset + 8 <= bytes.count {
+            let length = Int(bytes[offset]) | Int(bytes[offset + 1]) << 8 | Int(bytes[offset + 2]) << 16 | Int(bytes[offset + 3]) << 24
+            guard offset + 8 + length <= bytes.count else { break }
+            records.append((offset, Data(bytes[offset + 8..<offset + 8 + length])))
+            offset += 8 + length
+        }
+        // The first record is the header.
+        return records.count > 1 ? records.last : nil
     }
 
     /// Where `machine` keeps the sync state of suite `s` under `prefix`.

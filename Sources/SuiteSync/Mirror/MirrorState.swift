@@ -18,6 +18,13 @@ import Glibc
 ///   started again can look in the suite's journal for that process's mirrored commit
 ///   of a pending change (`Suite.keysOfMirroredCommits`). Absent in files written
 ///   before they existed, which load as they are;
+/// - `sending`: sends written ahead, per key the local value (nil: a removal) about to
+///   be sent, as a digest, cleared with the save of the base the send got. A kill after etcd took the
+///   value but before that save leaves the old base; a local value that is neither the
+///   one sent nor, then, distinguishable from the old base (a removal after a first put,
+///   most often) would otherwise look unchanged on restart, and the value sent would be
+///   applied over it (see `SuiteMirror`'s reconcile). Absent when nothing is under way,
+///   and in files written before it existed;
 /// - `log`: the id of the log whose records continue this snapshot. A log with another
 ///   id (or a snapshot without one: written before logs, or fresh) is not replayed.
 ///
@@ -30,6 +37,17 @@ struct MirrorState: Codable, Equatable {
         var modRevision: Int64
     }
 
+    /// A send written ahead: the local value being sent, as its length and 64-bit FNV-1a
+    /// hash, enough to tell it from another and no larger for a large value.
+    struct Sending: Codable, Equatable {
+        /// nil for a removal.
+        var digest: String?
+
+        init(of text: String?) {
+            digest = text.map { "\($0.utf8.count)-" + MirrorState.fnv1a($0.utf8) }
+        }
+    }
+
     var format = 1
     var prefix: String
     var revision: Int64 = 0
@@ -37,6 +55,7 @@ struct MirrorState: Codable, Equatable {
     var pending: [String: Entry] = [:]
     var pendingAfter: UInt64?
     var pendingBy: Int32?
+    var sending: [String: Sending]?
     var log: String?
 
     init(prefix: String) {
@@ -44,20 +63,23 @@ struct MirrorState: Codable, Equatable {
     }
 
     /// One step of the state, as a log record carries it: the keys of `base` set since
-    /// the last step (nil: removed), and the rest whole (`pending` is one batch at most).
+    /// the last step (nil: removed), and the rest whole (`pending` is one batch at most,
+    /// `sending` one round of sends).
     struct Change: Codable {
         var revision: Int64
         var base: [String: Entry?]
         var pending: [String: Entry]
         var pendingAfter: UInt64?
         var pendingBy: Int32?
+        var sending: [String: Sending]?
     }
 
     /// The step from the state last saved to this one.
     var change: Change {
         var changed: [String: Entry?] = [:]
         for key in base.touched { changed[key] = .some(base[key]) }
-        return Change(revision: revision, base: changed, pending: pending, pendingAfter: pendingAfter, pendingBy: pendingBy)
+        return Change(revision: revision, base: changed, pending: pending, pendingAfter: pendingAfter, pendingBy: pendingBy,
+                      sending: sending)
     }
 
     /// Replays a step read from the log.
@@ -67,6 +89,7 @@ struct MirrorState: Codable, Equatable {
         pending = change.pending
         pendingAfter = change.pendingAfter
         pendingBy = change.pendingBy
+        sending = change.sending
     }
 
     /// `NAME.suite.sync-` and 16 hexadecimal digits of the prefix's 64-bit FNV-1a hash:
@@ -90,9 +113,12 @@ struct MirrorState: Codable, Equatable {
         suite + ".suite.synclog-" + prefixHash(prefix)
     }
 
-    private static func prefixHash(_ prefix: String) -> String {
+    private static func prefixHash(_ prefix: String) -> String { fnv1a(prefix.utf8) }
+
+    /// 16 hexadecimal digits of the 64-bit FNV-1a hash of `bytes`.
+    static func fnv1a(_ bytes: some Sequence<UInt8>) -> String {
         var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-        for byte in prefix.utf8 {
+        for byte in bytes {
             hash ^= UInt64(byte)
             hash = hash &* 0x0000_0100_0000_01b3
         }

@@ -16,7 +16,9 @@ import Foundation
 /// - **Local → etcd.** A change not marked mirrored makes its key dirty; a dirty key
 ///   whose value differs from the base is sent: a put, a delete, or for a first-access
 ///   default a create-only transaction (which, when etcd has a value, brings that value
-///   here instead). The base takes the revision etcd returns.
+///   here instead). The value is written ahead in the state's `sending`, then the base
+///   takes the revision etcd returns: a restart after a kill between the two takes a
+///   local value other than the one sent as changed, even when it equals the old base.
 /// - **etcd → local** (the watch): an event at or below the key's base revision is
 ///   the mirror's own write coming back, and is skipped. Another is written ahead in
 ///   the state's `pending`, then applied in one mirrored transaction only where the
@@ -130,6 +132,7 @@ final class MirrorSide {
             state.pendingAfter = nil
             state.pendingBy = nil
         }
+        if state.sending?.isEmpty == true { state.sending = nil }
         do {
             try store.save(&state)
         } catch {
@@ -143,6 +146,31 @@ final class MirrorSide {
     func saveWritingAhead() throws {
         state.pendingAfter = suite.lastCommitSequence
         state.pendingBy = getpid()
+        try save()
+    }
+
+    /// The sends of `keys` to write ahead (`MirrorState.sending`): each whose local value
+    /// differs from its base, with that value.
+    func sends(of keys: [String]) -> [String: MirrorState.Sending] {
+        var sends: [String: MirrorState.Sending] = [:]
+        for key in keys {
+            let text = local(key)?.text
+            if text != state.base[key]?.value { sends[key] = MirrorState.Sending(of: text) }
+        }
+        return sends
+    }
+
+    /// Writes `sends` ahead in one save, unless every one is written already.
+    func writeAhead(_ sends: [String: MirrorState.Sending]) throws {
+        guard sends.contains(where: { state.sending?[$0.key] != $0.value }) else { return }
+        state.sending = (state.sending ?? [:]).merging(sends) { $1 }
+        try save()
+    }
+
+    /// Saves the base a send got, with its send no longer written ahead.
+    func settleSend(_ key: String, base entry: MirrorState.Entry) throws {
+        state.base[key] = entry
+        state.sending?[key] = nil
         try save()
     }
 
@@ -369,7 +397,11 @@ final class MirrorEngine {
         var expecting: [String: String?] = [:]
         for key in allKeys {
             let local = locals[key].map { $0.value.jsonText(style: .typed) }
-            let base = side.state.base[key] ?? MirrorState.Entry(value: nil, modRevision: 0)
+            var base = side.state.base[key] ?? MirrorState.Entry(value: nil, modRevision: 0)
+            // A send under way when the last mirror stopped, of a value the key no longer
+            // holds: the key changed here since, even where it went back to the base (a
+            // removal after a first put, most often), and etcd may hold the value sent.
+            let changedSinceSend = side.state.sending?[key].map { $0 != MirrorState.Sending(of: local) } ?? false
             var remoteEntry: MirrorState.Entry?
             if let keyValue = remote[key] {
                 switch MirrorKeys.canonicalText(of: keyValue.value, maximumValueSize: side.suite.options.maximumValueSize) {
@@ -378,9 +410,14 @@ final class MirrorEngine {
                 case .failure(let refusal):
                     report(.skipped(suite: side.name, key: key, reason: refusal.reason))
                     // Never applied; a local change still goes out, and replaces it.
-                    if local != base.value { toSend.append(key) }
+                    if local != base.value || changedSinceSend { toSend.append(key) }
                     continue
                 }
+            }
+            if changedSinceSend {
+                // The remote value is the base: the local one is sent unless they agree.
+                base = remoteEntry ?? MirrorState.Entry(value: nil, modRevision: revision)
+                side.state.base[key] = base
             }
             let remoteChanged = remoteEntry.map { $0.modRevision != base.modRevision } ?? (base.value != nil)
             let localChanged = local != base.value
@@ -418,6 +455,8 @@ final class MirrorEngine {
             }
             side.state.pending = [:]
         }
+        // The sends below written ahead with the decisions, replacing those of the last mirror.
+        side.state.sending = side.sends(of: toSend)
         side.state.revision = revision
         try side.save()
         var sent = 0
@@ -438,6 +477,8 @@ final class MirrorEngine {
     func sendDirty() async throws {
         for name in order {
             let side = sides[name]!
+            // One save writes them all ahead; `send` writes again only a value changed since.
+            try side.writeAhead(side.sends(of: side.dirty))
             while !side.dirty.isEmpty {
                 let key = side.dirty.removeFirst()
                 side.dirtySet.remove(key)
@@ -451,7 +492,13 @@ final class MirrorEngine {
     func send(_ side: MirrorSide, _ key: String) async throws -> Bool {
         let local = side.local(key)
         let base = side.state.base[key]
-        guard local?.text != base?.value else { return false }
+        guard local?.text != base?.value else {
+            side.state.sending?[key] = nil
+            return false
+        }
+        // Written ahead: a kill after etcd took it, before the base is saved, must not let
+        // a later local change look unchanged on restart (`MirrorState.sending`).
+        try side.writeAhead([key: MirrorState.Sending(of: local?.text)])
         let etcdKey = keys.etcdKey(suite: side.name, key: key)
         do {
             if let local, local.isDefault {
@@ -460,11 +507,11 @@ final class MirrorEngine {
                 }
                 switch outcome {
                 case .created(let revision):
-                    side.state.base[key] = MirrorState.Entry(value: local.text, modRevision: revision)
-                    try side.save()
+                    try side.settleSend(key, base: MirrorState.Entry(value: local.text, modRevision: revision))
                     report(.sent(suite: side.name, key: key, operation: "create", revision: revision))
                 case .exists(let keyValue, let revision):
                     guard let keyValue else {
+                        side.state.sending?[key] = nil
                         report(.error("\(side.name) \(key): a create-only transaction failed on an absent key at \(revision)"))
                         return false
                     }
@@ -474,15 +521,13 @@ final class MirrorEngine {
                 let revision = try await retrying("sending \(side.name) \(key)") { () async throws(EtcdError) in
                     try await client.put(etcdKey, value: Data(local.text.utf8))
                 }
-                side.state.base[key] = MirrorState.Entry(value: local.text, modRevision: revision)
-                try side.save()
+                try side.settleSend(key, base: MirrorState.Entry(value: local.text, modRevision: revision))
                 report(.sent(suite: side.name, key: key, operation: "put", revision: revision))
             } else {
                 let result = try await retrying("sending \(side.name) \(key)") { () async throws(EtcdError) in
                     try await client.delete(etcdKey)
                 }
-                side.state.base[key] = MirrorState.Entry(value: nil, modRevision: result.revision)
-                try side.save()
+                try side.settleSend(key, base: MirrorState.Entry(value: nil, modRevision: result.revision))
                 report(.sent(suite: side.name, key: key, operation: "delete", revision: result.revision))
             }
             return true
@@ -490,6 +535,7 @@ final class MirrorEngine {
             switch error {
             case .rejected, .permissionDenied:
                 // Another try gets the same answer: the key stays as it is here.
+                side.state.sending?[key] = nil
                 report(.error("\(side.name) \(key): not sent: \(error)"))
                 return false
             default:
@@ -501,6 +547,8 @@ final class MirrorEngine {
     /// A create-only send found a value in etcd: it replaces the local default, unless
     /// the local value changed since (then that value is sent next, and wins).
     func takeRemote(_ side: MirrorSide, _ key: String, _ keyValue: EtcdKeyValue, replacingDefault defaultText: String) async throws {
+        // etcd did not take the default: nothing of this send is there.
+        side.state.sending?[key] = nil
         let text: String
         switch MirrorKeys.canonicalText(of: keyValue.value, maximumValueSize: side.suite.options.maximumValueSize) {
         case .success(let canonical): text = canonical
