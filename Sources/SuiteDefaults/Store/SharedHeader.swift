@@ -11,7 +11,7 @@
 ///     64 u32 lock releases (a futex word)  68 u32 processes waiting for the lock
 ///     72 u32 when a counted waiter last looked (ms of the monotonic clock, wrapping)
 ///     80 u64 the generation that the last record's copy was published with
-///     88 u32 the copy's size in bytes
+///     88 u64 the copy's size in bytes
 ///     128 ... the copy: the record of the last commit, when it fits (`lastRecordCapacity`)
 ///
 /// Only a process holding the exclusive `flock` writes the fields up to 63, and the
