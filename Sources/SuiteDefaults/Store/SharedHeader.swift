@@ -10,12 +10,8 @@
 ///     48 u64 boot ID, high half    56 u64 boot ID, low half
 ///     64 u32 lock releases (a futex word)  68 u32 processes waiting for the lock
 ///     72 u32 when a counted waiter last looked (ms of the monotonic clock, wrapping)
-///     80 u64 the generation that the last record's copy was published with
-///     88 u64 the copy's size in bytes
-///     128 ... the copy: the record of the last commit, when it fits (`lastRecordCapacity`)
 ///
-/// Only a process holding the exclusive `flock` writes the fields up to 63, and the
-/// copy. But in
+/// Only a process holding the exclusive `flock` writes the fields up to 63. But in
 /// group mode any member of the group can write the file, so nothing read from it
 /// is trusted: `read()` checks every field against the limits of the format.
 struct SharedHeader {
@@ -130,48 +126,10 @@ struct SharedHeader {
         // before a reboot) would otherwise make every release a wake-up call for good.
         // A live waiter's own decrement then stops at 0, and it is woken by its sleep's end.
         waiterCount.store(0)
-        store(0, Self.lastRecordGenerationOffset)
         // A fresh random even generation, never 0 (a page zeroed under a reader must
         // not look fresh), so that no cached generation from before matches it by chance.
         publish(generation: UInt64.random(in: 1...(1 << 62)) << 1)
         store(Self.magic, 0)
-    }
-
-    // MARK: The last commit's record
-
-    private static let lastRecordGenerationOffset = 80
-    private static let lastRecordSizeOffset = 88
-    private static let lastRecordOffset = 128
-    /// The largest record that is copied into the page.
-    static let lastRecordCapacity = size - lastRecordOffset
-
-    /// Under the exclusive lock, after the commit's record was written to the data
-    /// file and before `generation` is published: a copy of the record, so that a
-    /// process one commit behind reads it from here, with no system call. A record
-    /// too large is not copied, and the copy of an earlier one then belongs to
-    /// another generation, as it does after any other publication (a compaction, a
-    /// repair, or a commit by a library from before the copy).
-    func setLastRecord(_ record: UnsafeRawBufferPointer, generation: UInt64) {
-        guard record.count <= Self.lastRecordCapacity, let source = record.baseAddress else { return }
-        (base + Self.lastRecordOffset).copyMemory(from: source, byteCount: record.count)
-        store(UInt64(record.count), Self.lastRecordSizeOffset)
-        store(generation, Self.lastRecordGenerationOffset)
-    }
-
-    /// Copies the last commit's record into `buffer`, if the copy is `buffer.count`
-    /// bytes and was published with `snapshot`'s generation (a value returned by
-    /// `readBetweenChanges()`), and no change began while it was copied. What it
-    /// copies is no more trusted than the rest of the page: the caller verifies
-    /// the record.
-    func copyLastRecord(of snapshot: Snapshot, into buffer: UnsafeMutableRawBufferPointer) -> Bool {
-        guard let destination = buffer.baseAddress, buffer.count <= Self.lastRecordCapacity,
-              load(Self.lastRecordGenerationOffset) == snapshot.generation,
-              load(Self.lastRecordSizeOffset) == UInt64(buffer.count)
-        else { return false }
-        destination.copyMemory(from: base + Self.lastRecordOffset, byteCount: buffer.count)
-        // A writer that began a change meanwhile bumped the generation first.
-        SharedMemoryFence.acquire()
-        return word(16).loadRelaxed() == snapshot.generation
     }
 
     // MARK: Waiting for the lock

@@ -129,7 +129,6 @@ extension StoreState {
         SuiteFaultInjection.reach(.recordWritten)
         header.setCommitted(length: start + bytes.count, dataFileID: view.dataFileID)
         header.setLastSequence(commit.sequence)
-        bytes.withUnsafeBytes { header.setLastRecord($0, generation: generation &+ 2) }
         header.publish(generation: generation &+ 2)
         SuiteFaultInjection.reach(.committed)
         view = View(generation: generation &+ 2, dataFileID: view.dataFileID, length: start + bytes.count,

@@ -226,10 +226,7 @@ final class StoreState: @unchecked Sendable {
                 // Bounded by what is there before anything is read, and from the suite's
                 // file: one that lost its name may hold what the suite's never had.
                 guard length <= status.size, status.linkCount > 0 else { return try damageFound(exclusive: exclusive) }
-                // One commit behind (a writer that waited for the lock), from the copy.
-                if length > view.length, !applyLastRecordCopy(header, of: committed, count: length - view.length) {
-                    try readRecords(from: view.length, to: length, exclusive: exclusive)
-                }
+                if length > view.length { try readRecords(from: view.length, to: length, exclusive: exclusive) }
                 // The dead writer may have written its record whole past the committed
                 // length. The rebuild under the exclusive lock keeps such a record, and
                 // a fresh process reads it, so this one reads it too rather than stay a
@@ -281,10 +278,6 @@ final class StoreState: @unchecked Sendable {
     /// longer file (a repair), more than `longestUnlockedRead`, a short read, a record
     /// that does not verify. The locked catch-up also checks that the data file ends
     /// at the committed length, which this leaves to the next locked catch-up or commit.
-    ///
-    /// One commit behind, the usual case, it reads the commit's record from the copy
-    /// in the shared header when that is the record published (`applyLastRecordCopy`):
-    /// one system call, the lock file's status, instead of three.
     func catchUpWithoutFileLock() -> UnlockedCatchUp {
         guard epoch == ForkEpoch.current, view.isLoaded, let header, let lockFile, let dataFile,
               header.generation != view.generation
@@ -294,43 +287,15 @@ final class StoreState: @unchecked Sendable {
         }
         let start = view.length, end = committed.committedLength
         guard committed.generation != view.generation, committed.dataFileID == view.dataFileID, committed.dataFileID != 0,
-              end > start, end - start <= Self.longestUnlockedRead
-        else { return .needsFileLock }
-        // After the header was read: a name lost before it shows here.
-        guard let lock = try? lockFile.status(), lock.linkCount > 0, lock.size >= SharedHeader.size,
-              applyLastRecordCopy(header, of: committed, count: end - start)
-                || applyAppendedCommits(dataFile: dataFile, in: start..<end, endingAt: committed.lastSequence)
+              end > start, end - start <= Self.longestUnlockedRead,
+              // After the header was read: a name lost before it shows here.
+              let lock = try? lockFile.status(), lock.linkCount > 0, lock.size >= SharedHeader.size,
+              let data = try? dataFile.status(), data.linkCount > 0,
+              (try? withBytes(of: dataFile, in: start..<end, { applyCommits(in: $0, endingAt: committed.lastSequence) })) == true
         else { return .needsFileLock }
         view = View(generation: committed.generation, dataFileID: committed.dataFileID, length: end,
                     lastSequence: committed.lastSequence, isLoaded: true)
         return .caughtUp
-    }
-
-    /// `catchUpWithoutFileLock`'s read of the data file: applies the commits in
-    /// `range`, if the file still has its name and the commits verify and end at
-    /// `last`; false, having applied nothing, otherwise.
-    private func applyAppendedCommits(dataFile: FileDescriptor, in range: Range<Int>, endingAt last: UInt64) -> Bool {
-        guard let data = try? dataFile.status(), data.linkCount > 0 else { return false }
-        return (try? withBytes(of: dataFile, in: range, { applyCommits(in: $0, endingAt: last) })) == true
-    }
-
-    /// One commit behind: applies the copy of that commit's record that its writer
-    /// put in the shared page (`SharedHeader.setLastRecord`), when the copy is the
-    /// `count` bytes between this process's view and the committed length, was
-    /// published with the header's generation, verifies, and ends at the header's
-    /// last sequence number; false, having applied nothing, otherwise.
-    ///
-    /// The data file's status is not needed for it: the copy comes from the writer
-    /// that published the generation, which checked the file under the lock, and not
-    /// from the data file this process has open, which may be one that lost its name.
-    /// (The lock file's still is: a header that no process writes any more must not
-    /// be taken for current.)
-    private func applyLastRecordCopy(_ header: SharedHeader, of committed: SharedHeader.Snapshot, count: Int) -> Bool {
-        guard count <= SharedHeader.lastRecordCapacity else { return false }
-        return withKeptReadBuffer(count: count) { buffer in
-            header.copyLastRecord(of: committed, into: buffer)
-                && applyCommits(in: UnsafeRawBufferPointer(buffer), endingAt: committed.lastSequence)
-        }
     }
 
     private func dataFileStatus() throws -> FileStatus {
@@ -448,21 +413,14 @@ final class StoreState: @unchecked Sendable {
             let bytes = try file.read(count: range.count, at: range.lowerBound)
             return bytes.count == range.count ? bytes.withUnsafeBytes(body) : nil
         }
-        return try withKeptReadBuffer(count: range.count) { buffer in
-            guard try file.read(into: buffer, at: range.lowerBound) == range.count else { return nil }
-            return body(UnsafeRawBufferPointer(buffer))
-        }
-    }
-
-    /// Runs `body` on `count` bytes (at most `keptRecordBufferSize`) of storage kept
-    /// for the next read.
-    private func withKeptReadBuffer<R>(count: Int, _ body: (UnsafeMutableRawBufferPointer) throws -> R) rethrows -> R {
         var storage = readBuffer
         readBuffer = []
         defer { readBuffer = storage }
-        if storage.count < count { storage = [UInt8](repeating: 0, count: max(count, 512)) }
+        if storage.count < range.count { storage = [UInt8](repeating: 0, count: max(range.count, 512)) }
         return try storage.withUnsafeMutableBytes { whole in
-            try body(UnsafeMutableRawBufferPointer(rebasing: whole[..<count]))
+            let buffer = UnsafeMutableRawBufferPointer(rebasing: whole[..<range.count])
+            guard try file.read(into: buffer, at: range.lowerBound) == range.count else { return nil }
+            return body(UnsafeRawBufferPointer(buffer))
         }
     }
 
