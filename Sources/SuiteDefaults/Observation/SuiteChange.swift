@@ -28,7 +28,8 @@ public struct SuiteChange: Sendable, Equatable, CustomStringConvertible {
     /// The commit's sequence number (for a net change or an initial value, the
     /// sequence number of the state it was computed from, or for a net change to a
     /// state numbered lower, such as a suite that started over, the one it came from:
-    /// the numbers an observer receives never go back).
+    /// the numbers an observer receives never go back, unless the suite's lock file and
+    /// data file were both destroyed; see Observation.md).
     public var sequence: UInt64
     /// The process that wrote the commit; 0 for net changes and initial values.
     public var pid: Int32

@@ -113,6 +113,14 @@ struct SharedHeader {
         return word(16).loadRelaxed() == before ? snapshot : nil
     }
 
+    /// The last sequence number as written, whether or not the header is trusted;
+    /// 0 when it is more than half the limit, which this library does not write (a
+    /// forged number must not use up the numbers left).
+    var recordedLastSequence: UInt64 {
+        let sequence = load(40)
+        return sequence <= FormatLimits.maximumSequence / 2 ? sequence : 0
+    }
+
     /// Sets up every field from what a full scan found. The magic comes last, so a
     /// process killed half-way leaves a header that is still seen as uninitialized.
     func initialize(dataFileID: UInt64, committedLength: Int, lastSequence: UInt64) {

@@ -34,7 +34,12 @@ extension StoreState {
 
     /// `rebuild()`'s work on the files, and the header set up again at the end.
     private func rebuildFiles(_ header: SharedHeader, trusted: SharedHeader.Snapshot?, interruptedBy: Int32?) throws {
-        let previousSequence = trusted?.lastSequence ?? 0
+        // Numbered on from the highest number known, so that observers' numbers never
+        // go back: a header that is not trusted and a data file gone would otherwise
+        // start the suite over at 1. What this process saw counts too, and the header's
+        // own number even when the header is not trusted (its boot ID or magic may be
+        // all that was lost), bounded as a commit bounds it.
+        let previousSequence = max(trusted?.lastSequence ?? header.recordedLastSequence, contents.lastSequence, view.lastSequence)
         files.removeStaleTemporaryFiles()
 
         var bytes: [UInt8] = []

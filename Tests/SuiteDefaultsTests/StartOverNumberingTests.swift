@@ -1,0 +1,79 @@
+import Glibc
+import Testing
+import TestSupport
+@_spi(Tools) @_spi(Testing) @testable import SuiteDefaults
+
+/// A suite whose shared header is not trusted while its data file is gone starts
+/// over empty; its commits are still numbered after every number an observer saw, so
+/// that the numbers observers receive never go back.
+@Suite("A suite that starts over numbers on")
+struct StartOverNumberingTests: EngineStateTesting {
+    let directory = TemporaryDirectory()
+    let name = "again"
+
+    var lockPath: String { directory.file(name + ".suite.lock").path }
+    var dataPath: String { directory.file(name + ".suite").path }
+
+    /// Writes `words` at `offset` of the lock file, as another program could.
+    func overwriteHeader(at offset: Int, with words: [UInt64]) {
+        let descriptor = Glibc.open(lockPath, O_RDWR)
+        var words = words
+        #expect(descriptor >= 0 && pwrite(descriptor, &words, 8 * words.count, off_t(offset)) == 8 * words.count)
+        if descriptor >= 0 { close(descriptor) }
+    }
+
+    /// The sequence numbers of what `state` applied since the last look.
+    func sequences(_ state: StoreState) -> [UInt64] {
+        let applied = state.appliedCommits
+        state.appliedCommitsHandedOver()
+        return applied.commits.map(\.sequence)
+    }
+
+    /// Twelve commits, read by an observer, then the attack: the header's boot ID
+    /// (or `more`) overwritten, the data file removed. Returns the writer and observer.
+    func attacked(headerWords offset: Int, _ words: [UInt64]) throws -> (writer: StoreState, observer: StoreState) {
+        let writer = try openState(name)
+        for index in 0..<12 { try commit("k\(index % 3)", "v\(index)", in: writer) }
+        let observer = try openState(name)
+        try catchUpReadOnly(observer)
+        observer.collectsChanges = true
+        overwriteHeader(at: offset, with: words)
+        #expect(unlink(dataPath) == 0)
+        return (writer, observer)
+    }
+
+    @Test func theWriterNumbersOnFromWhatItSaw() throws {
+        // Another boot's ID, and a last sequence number of 0: nothing in the header helps.
+        let (writer, observer) = try attacked(headerWords: 40, [0, 0, 0])
+        try commit("after", "1", in: writer)
+        try catchUpReadOnly(observer)
+        let heard = sequences(observer)
+        #expect(!heard.isEmpty, "the observer heard nothing")
+        #expect(heard.allSatisfy { $0 >= 12 }, "numbers went back: \(heard)")
+        #expect(heard.last == 13, "the commit after the start-over: \(heard)")
+    }
+
+    @Test func aWriterBehindNumbersOnFromTheHeadersNumberEvenWhenTheHeaderIsNotTrusted() throws {
+        let behind = try openState(name)
+        try commit("early", "0", in: behind)
+        let (writer, observer) = try attacked(headerWords: 48, [0, 0])
+        _ = writer
+        // `behind` saw only the first commit; the header's number (12, its boot ID gone) says more.
+        try commit("after", "1", in: behind)
+        try catchUpReadOnly(observer)
+        let heard = sequences(observer)
+        #expect(!heard.isEmpty, "the observer heard nothing")
+        #expect(heard.allSatisfy { $0 >= 13 }, "numbers went back: \(heard)")
+        #expect(heard.last == 14, "the commit after the start-over: \(heard)")
+    }
+
+    @Test(arguments: [FormatLimits.maximumSequence / 2 + 1, FormatLimits.maximumSequence, UInt64.max])
+    func aForgedHugeNumberInAnUntrustedHeaderIsIgnored(forged: UInt64) throws {
+        // The boot ID gone and the number forged: the writer's own knowledge decides.
+        let (writer, observer) = try attacked(headerWords: 40, [forged, 0, 0])
+        try commit("after", "1", in: writer)
+        try catchUpReadOnly(observer)
+        let heard = sequences(observer)
+        #expect(heard.last == 13, "\(heard)")
+    }
+}
