@@ -78,6 +78,9 @@ extension Bench {
     private func inotifyFloor(_ writes: Int) throws -> Samples {
         let path = root.appendingPathComponent("floor.notify").path
         let descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else {
+            throw ToolError(status: 1, message: "cannot open \(path) for the inotify floor: \(String(cString: strerror(errno)))")
+        }
         defer { close(descriptor) }
         let watcher = try worker("inotify-floor", ["count": "\(writes)"])
         _ = try watcher.expect("ready")
