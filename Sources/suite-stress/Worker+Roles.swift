@@ -181,6 +181,10 @@ extension Worker {
             var commits = 0, folded = 0, outOfOrder = 0, wrongOld = 0
             var gaps = 0
             var started = false
+            /// The last changes received, written to standard error at the first one
+            /// out of order or with a wrong old value, to tell what led to it.
+            var recent: [SuiteChange] = []
+            var reported = false
         }
         let model = Model()
         let finished = DispatchSemaphore(value: 0)
@@ -189,11 +193,20 @@ extension Worker {
             let delivery: SuiteObservation.Delivery = commandLine.value("--delivery") == "watcher-thread" ? .watcherThread : .suiteQueue
             token = try SuiteObservation.allKeys.delivered(on: delivery).start(in: suite) { change in
                 // Runs one change at a time, on the suite's queue or the watcher's thread.
-                if change.sequence < model.lastSequence { model.outOfOrder += 1 }
+                model.recent.append(change)
+                if model.recent.count > 12 { model.recent.removeFirst() }
+                let outOfOrder = change.sequence < model.lastSequence
+                let wrongOld = change.kind == .commit && change.oldValue != model.values[change.key]
+                if outOfOrder || wrongOld, !model.reported {
+                    model.reported = true
+                    let expected = model.values[change.key].map { "\($0)" } ?? "-"
+                    Output.errorLine("torn: \(outOfOrder ? "out of order" : "old value \(expected) expected"); the last changes:\n" + model.recent.map { "\($0.kind) \($0)" }.joined(separator: "\n"))
+                }
+                if outOfOrder { model.outOfOrder += 1 }
                 switch change.kind {
                 case .commit:
                     model.commits += 1
-                    if change.oldValue != model.values[change.key] { model.wrongOld += 1 }
+                    if wrongOld { model.wrongOld += 1 }
                     // A commit must follow the previous one directly, or the same one
                     // (several keys), unless a net change folded the ones between.
                     if model.started && change.sequence > model.lastSequence + 1 { model.gaps += 1 }

@@ -70,7 +70,9 @@ enum HostileScenario {
                 try suite.set(true, forKey: "stop")
                 let summary = ChildProcess.fields(watcher.line(startingWith: "commits", within: .seconds(120)))
                 if !watcher.endedCleanly() { result.crashed += 1 }
-                result.torn += (summary["order"] ?? 0) + (summary["wrong"] ?? 0)
+                let torn = (summary["order"] ?? 0) + (summary["wrong"] ?? 0)
+                result.torn += torn
+                if torn > 0 { result.fail("round \(round)\(destructive ? " (destructive)" : ""): \(torn) torn deliveries; the watcher said:\n\(watcher.standardError)") }
                 if !destructive {
                     let stored = suite.storedValues()
                     let missing = acknowledged.filter { stored[$0.key] != .integer($0.value) }.count
