@@ -22,10 +22,12 @@ struct StartOverNumberingTests: EngineStateTesting {
         if descriptor >= 0 { close(descriptor) }
     }
 
-    /// The sequence numbers of what `state` applied since the last look.
-    func sequences(_ state: StoreState) -> [UInt64] {
-        let applied = state.appliedCommits
-        state.appliedCommitsHandedOver()
+    /// Commits in `writer`, then returns the sequence numbers of what `observer` heard.
+    func commitAndHear(_ writer: StoreState, _ observer: StoreState) throws -> [UInt64] {
+        try commit("after", "1", in: writer)
+        try catchUpReadOnly(observer)
+        let applied = observer.appliedCommits
+        observer.appliedCommitsHandedOver()
         return applied.commits.map(\.sequence)
     }
 
@@ -45,9 +47,7 @@ struct StartOverNumberingTests: EngineStateTesting {
     @Test func theWriterNumbersOnFromWhatItSaw() throws {
         // Another boot's ID, and a last sequence number of 0: nothing in the header helps.
         let (writer, observer) = try attacked(headerWords: 40, [0, 0, 0])
-        try commit("after", "1", in: writer)
-        try catchUpReadOnly(observer)
-        let heard = sequences(observer)
+        let heard = try commitAndHear(writer, observer)
         #expect(!heard.isEmpty, "the observer heard nothing")
         #expect(heard.allSatisfy { $0 >= 12 }, "numbers went back: \(heard)")
         #expect(heard.last == 13, "the commit after the start-over: \(heard)")
@@ -56,12 +56,9 @@ struct StartOverNumberingTests: EngineStateTesting {
     @Test func aWriterBehindNumbersOnFromTheHeadersNumberEvenWhenTheHeaderIsNotTrusted() throws {
         let behind = try openState(name)
         try commit("early", "0", in: behind)
-        let (writer, observer) = try attacked(headerWords: 48, [0, 0])
-        _ = writer
-        // `behind` saw only the first commit; the header's number (12, its boot ID gone) says more.
-        try commit("after", "1", in: behind)
-        try catchUpReadOnly(observer)
-        let heard = sequences(observer)
+        let (_, observer) = try attacked(headerWords: 48, [0, 0])
+        // `behind` saw only the first commit; the header's number (13, its boot ID gone) says more.
+        let heard = try commitAndHear(behind, observer)
         #expect(!heard.isEmpty, "the observer heard nothing")
         #expect(heard.allSatisfy { $0 >= 13 }, "numbers went back: \(heard)")
         #expect(heard.last == 14, "the commit after the start-over: \(heard)")
@@ -71,9 +68,7 @@ struct StartOverNumberingTests: EngineStateTesting {
     func aForgedHugeNumberInAnUntrustedHeaderIsIgnored(forged: UInt64) throws {
         // The boot ID gone and the number forged: the writer's own knowledge decides.
         let (writer, observer) = try attacked(headerWords: 40, [forged, 0, 0])
-        try commit("after", "1", in: writer)
-        try catchUpReadOnly(observer)
-        let heard = sequences(observer)
+        let heard = try commitAndHear(writer, observer)
         #expect(heard.last == 13, "\(heard)")
     }
 }
