@@ -48,8 +48,15 @@ extension StoreState {
         // A snapshot at the sequence this process holds is usually a compaction of the
         // same state, but a repair that dropped a record in the middle makes one too:
         // the states are compared either way, and what differs is a net change.
+        // Commits numbered at or below what this process holds are no news to it, even
+        // when this file holds them anew (an older copy of the file put back, or a suite
+        // started over by a process that knew less): they go into the net change too,
+        // so that no commit is delivered twice and no number goes back.
+        let held = contents.lastSequence
+        let firstNew = commits.firstIndex { $0.sequence > held } ?? commits.endIndex
+        for record in commits[..<firstNew] { start.apply(record) }
         replaceContents(with: start)
-        for record in commits { apply(record) }
+        for record in commits[firstNew...] { apply(record) }
     }
 
     /// Before moving to a compacted file, reads the commits this process had not yet
