@@ -1,4 +1,5 @@
 @_spi(Tools) @_spi(Testing) @testable import SuiteDefaults
+import Glibc
 import Testing
 import TestSupport
 
@@ -13,6 +14,16 @@ extension EngineStateTesting {
     func openState(_ suite: String) throws -> StoreState {
         let handle = try SuiteFiles.openDirectory(path: directory.path, sharing: .private, suite: suite)
         return try StoreState(files: SuiteFiles(suite: suite, directory: handle, sharing: .private))
+    }
+
+    /// Writes 8 bytes at `offset` of the suite's lock file (the shared header), as a
+    /// process outside the library could.
+    func writeHeaderWord(_ suite: String, at offset: off_t, _ value: UInt64) throws {
+        let lock = Glibc.open(directory.file("\(suite).suite.lock").path, O_RDWR | O_CLOEXEC)
+        try #require(lock >= 0)
+        defer { close(lock) }
+        var value = value
+        #expect(pwrite(lock, &value, 8, offset) == 8)
     }
 
     /// What `SuiteStore.refresh` does in a process that may only read: the locked

@@ -9,17 +9,8 @@ import TestSupport
 /// an observer's registration catching up with `catchUpWithoutFileLock`, and the
 /// shared-lock catch-up's distrust of a dead writer's header (`catchUp(exclusive:)`).
 @Suite("Hostile round six")
-struct HostileRoundSixTests {
+struct HostileRoundSixTests: EngineStateTesting {
     let directory = TemporaryDirectory()
-
-    /// Writes 8 bytes at `offset` of the suite's lock file (the shared header).
-    func writeHeaderWord(_ suite: String, at offset: off_t, _ value: UInt64) throws {
-        let lock = open(directory.file("\(suite).suite.lock").path, O_RDWR | O_CLOEXEC)
-        try #require(lock >= 0)
-        defer { close(lock) }
-        var value = value
-        #expect(pwrite(lock, &value, 8, offset) == 8)
-    }
 
     func readHeaderWord(_ suite: String, at offset: off_t) throws -> UInt64 {
         let lock = open(directory.file("\(suite).suite.lock").path, O_RDONLY | O_CLOEXEC)

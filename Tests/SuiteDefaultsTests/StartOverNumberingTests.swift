@@ -11,16 +11,7 @@ struct StartOverNumberingTests: EngineStateTesting {
     let directory = TemporaryDirectory()
     let name = "again"
 
-    var lockPath: String { directory.file(name + ".suite.lock").path }
     var dataPath: String { directory.file(name + ".suite").path }
-
-    /// Writes `words` at `offset` of the lock file, as another program could.
-    func overwriteHeader(at offset: Int, with words: [UInt64]) {
-        let descriptor = Glibc.open(lockPath, O_RDWR)
-        var words = words
-        #expect(descriptor >= 0 && pwrite(descriptor, &words, 8 * words.count, off_t(offset)) == 8 * words.count)
-        if descriptor >= 0 { close(descriptor) }
-    }
 
     /// Commits in `writer`, then returns the sequence numbers of what `observer` heard.
     func commitAndHear(_ writer: StoreState, _ observer: StoreState) throws -> [UInt64] {
@@ -39,7 +30,7 @@ struct StartOverNumberingTests: EngineStateTesting {
         let observer = try openState(name)
         try catchUpReadOnly(observer)
         observer.collectsChanges = true
-        overwriteHeader(at: offset, with: words)
+        for (index, word) in words.enumerated() { try writeHeaderWord(name, at: off_t(offset + 8 * index), word) }
         #expect(unlink(dataPath) == 0)
         return (writer, observer)
     }

@@ -113,13 +113,10 @@ struct SharedHeader {
         return word(16).loadRelaxed() == before ? snapshot : nil
     }
 
-    /// The last sequence number as written, whether or not the header is trusted;
-    /// 0 when it is more than half the limit, which this library does not write (a
-    /// forged number must not use up the numbers left).
-    var recordedLastSequence: UInt64 {
-        let sequence = load(40)
-        return sequence <= FormatLimits.maximumSequence / 2 ? sequence : 0
-    }
+    /// The last sequence number as written, whether or not the header is trusted,
+    /// bounded as a commit bounds the header's number
+    /// (`FormatLimits.sequenceToNumberAfter(fromHeader:)`).
+    var recordedLastSequence: UInt64 { FormatLimits.sequenceToNumberAfter(fromHeader: load(40)) }
 
     /// Sets up every field from what a full scan found. The magic comes last, so a
     /// process killed half-way leaves a header that is still seen as uninitialized.

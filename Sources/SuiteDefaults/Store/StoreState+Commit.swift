@@ -79,10 +79,8 @@ extension StoreState {
         // it, never from the shared page again: another process may write that page
         // at any time.
         // The header's number keeps sequence numbers rising when the data file went
-        // away. One past half the limit (73 years of a commit a nanosecond) was not
-        // written by this library: the file's own decides, so that 8 bytes forged in
-        // the shared page cannot use up the numbers left.
-        let fromHeader = view.lastSequence <= FormatLimits.maximumSequence / 2 ? view.lastSequence : 0
+        // away; one this library never writes leaves the file's own to decide.
+        let fromHeader = FormatLimits.sequenceToNumberAfter(fromHeader: view.lastSequence)
         let sequence = max(fromHeader, contents.lastSequence) + 1
         guard sequence <= FormatLimits.maximumSequence else {
             throw SuiteError(.corruptFile, suite: suite, path: files.dataPath,
