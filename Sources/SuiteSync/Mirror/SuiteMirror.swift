@@ -414,9 +414,11 @@ final class MirrorEngine {
                     continue
                 }
             }
+            // etcd's value as a base (absent: none, at the revision read).
+            let remoteBase = remoteEntry ?? MirrorState.Entry(value: nil, modRevision: revision)
             if changedSinceSend {
                 // The remote value is the base: the local one is sent unless they agree.
-                base = remoteEntry ?? MirrorState.Entry(value: nil, modRevision: revision)
+                base = remoteBase
                 side.state.base[key] = base
             }
             let remoteChanged = remoteEntry.map { $0.modRevision != base.modRevision } ?? (base.value != nil)
@@ -424,7 +426,7 @@ final class MirrorEngine {
             if !remoteChanged && !localChanged { continue }
             if local == remoteEntry?.value {
                 // Agreed already (a send or an apply whose base a killed mirror never wrote).
-                side.state.base[key] = remoteEntry ?? MirrorState.Entry(value: nil, modRevision: revision)
+                side.state.base[key] = remoteBase
             } else if !localChanged {
                 toApply.append((key, remoteEntry?.value, remoteEntry?.modRevision ?? revision))
                 expecting[key] = local
@@ -432,7 +434,7 @@ final class MirrorEngine {
                 // Both changed: the base takes the remote value, which the local one
                 // replaces, so that a local change back to the old base before the send
                 // is sent too, not taken for no change while etcd holds another value.
-                if remoteChanged { side.state.base[key] = remoteEntry ?? MirrorState.Entry(value: nil, modRevision: revision) }
+                if remoteChanged { side.state.base[key] = remoteBase }
                 toSend.append(key)
             }
         }
