@@ -50,6 +50,8 @@ public final class Suite: SuiteWritable, Sendable {
     /// The options this instance was opened with.
     public let options: Options
     let store: SuiteStore
+    /// Keeps `store` shared with this process's other instances of the suite.
+    let lease: StoreLease
 
     /// The longest suite name, in UTF-8 bytes: the file-name limit (255) minus the
     /// suffixes the store adds.
@@ -74,8 +76,9 @@ public final class Suite: SuiteWritable, Sendable {
         self.name = name
         self.directoryPath = PathNormalization.standardized(directory?.filePath ?? Suite.defaultDirectoryPath())
         self.options = options
-        self.store = try StoreRegistry.store(named: name, directoryPath: directoryPath, sharing: options.sharing,
+        self.lease = try StoreRegistry.lease(named: name, directoryPath: directoryPath, sharing: options.sharing,
                                              lockTimeout: options.lockTimeout)
+        self.store = lease.store
     }
 
     /// Checks a suite name without opening anything.

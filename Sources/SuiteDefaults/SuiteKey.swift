@@ -192,7 +192,7 @@ extension Suite {
                 if storingDefault { try valueStoringDefault(for: key) }
                 if storedValue(forKey: key.name) == nil {
                     let fallback = fallback(for: key)
-                    ObserverHub.of(store).enqueue { output.offer(fallback) }
+                    ObserverHub.of(lease).enqueue { output.offer(fallback) }
                 }
             }
             return token

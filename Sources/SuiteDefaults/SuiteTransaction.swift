@@ -5,9 +5,12 @@
 /// A transaction is valid only inside its block; the exclusive lock is held for the
 /// whole block, so keep it short, and use the transaction, not the suite, inside it.
 public final class SuiteTransaction: SuiteWritable {
-    private let suite: String
+    /// Unowned and unretained: the store runs the block and is held until it returns,
+    /// and an ended transaction refuses every use (`checkOpen`) before it reaches the
+    /// store. (Retaining it and its registered defaults cost every update two atomic
+    /// operations more.)
+    private unowned(unsafe) let store: SuiteStore
     private let maximumValueSize: Int
-    private let defaults: RegisteredDefaults
     // A transaction belongs to the one thread running its block (it is not
     // Sendable), so its properties skip the runtime's exclusivity checks, which cost
     // an update more than its bookkeeping.
@@ -32,10 +35,9 @@ public final class SuiteTransaction: SuiteWritable {
     @exclusivity(unchecked) private var lastRead: (key: String, slot: SuiteContents.Slot)?
     @exclusivity(unchecked) private var isOpen = true
 
-    init(suite: String, base: SuiteContents, defaults: RegisteredDefaults, maximumValueSize: Int) {
-        self.suite = suite
+    init(store: SuiteStore, base: SuiteContents, maximumValueSize: Int) {
+        self.store = store
         self.base = base
-        self.defaults = defaults
         self.maximumValueSize = maximumValueSize
     }
 
@@ -71,7 +73,8 @@ public final class SuiteTransaction: SuiteWritable {
     }
 
     public func registeredDefault(forKey key: String) -> SuiteValue? {
-        defaults[key]
+        checkOpen()
+        return store.registeredDefault(forKey: key)
     }
 
     /// Stages a write; it commits with the transaction.
@@ -86,14 +89,13 @@ public final class SuiteTransaction: SuiteWritable {
     /// `suite-sync` sends only where nothing is stored yet.
     package func setValue(_ value: SuiteValue?, forKey key: String, asDefault: Bool) throws {
         checkOpen()
-        var operation = try Operation.validated(value, forKey: key, suite: suite, maximumValueSize: maximumValueSize)
+        var operation = try Operation.validated(value, forKey: key, suite: store.name, maximumValueSize: maximumValueSize)
         if asDefault, case .set(let key, let value, let size, _) = operation {
             operation = .set(key: key, value: value, size: size, asDefault: true)
         }
-        let key = operation.key!
         guard !writes.isEmpty else {
             // One key so far (or none): it stays the only write, or both go to the list.
-            guard let first = onlyWrite, first.key != key else {
+            guard let first = onlyWrite, first.key != operation.key else {
                 onlyWrite = operation
                 return
             }
@@ -101,6 +103,7 @@ public final class SuiteTransaction: SuiteWritable {
             onlyWrite = nil
             return
         }
+        let key = operation.key!
         if let position = position(of: key) {
             writes[position] = operation
             return
@@ -144,22 +147,31 @@ public final class SuiteTransaction: SuiteWritable {
     /// suite after it, found in the same lookup of each key.
     func finish() -> Commit {
         isOpen = false
-        defer { base = nil }
-        let base = self.base ?? SuiteContents()
-        let clearsAll = self.clearsAll
-        // Taken, not copied: the transaction keeps nothing of it once ended.
-        let only = onlyWrite.take()
+        // Taken, not copied: the commit then holds the only other reference to the
+        // table, which it gives up before it applies the commit.
+        let base = self.base.take() ?? SuiteContents()
         if writes.isEmpty, !clearsAll {
-            guard let only else { return .operations([], liveBytesAfter: base.liveBytes) }
-            if case .set(let key, let value, let size, let asDefault) = only {
+            // The only write taken, not copied: the transaction keeps nothing of it.
+            switch onlyWrite.take() {
+            case nil:
+                return .operations([], liveBytesAfter: base.liveBytes)
+            case .set(let key, let value, let size, let asDefault)?:
                 // (`==` between strings is canonical equivalence, as the table's lookup is.)
                 let knownSlot = lastRead.flatMap { $0.key == key ? $0.slot : nil }
                 let effect = base.effect(ofSetting: key, to: value, size: size, asDefault: asDefault, knownSlot: knownSlot)
                 guard effect.changes else { return .operations([], liveBytesAfter: effect.liveBytes) }
                 return .set(key: key, value: value, size: size, asDefault: asDefault, slot: effect.slot, liveBytesAfter: effect.liveBytes)
+            case let removal?:
+                return commit(of: [removal], on: base)
             }
         }
-        let writes = self.writes.isEmpty ? (only.map { [$0] } ?? []) : self.writes
+        return commit(of: writes.isEmpty ? (onlyWrite.take().map { [$0] } ?? []) : writes, on: base)
+    }
+
+    /// What `writes`, each to another key, commit on `base`, after a `removeAll` if
+    /// there was one.
+    private func commit(of writes: [Operation], on base: SuiteContents) -> Commit {
+        let clearsAll = self.clearsAll
         /// Whether the write changes the key, and by how much it changes the live size
         /// (each key is written once in `writes`, so the growths add up).
         func effect(of operation: Operation) -> (changes: Bool, growth: Int) {

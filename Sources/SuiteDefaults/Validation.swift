@@ -22,8 +22,7 @@ enum Validation {
     /// process a runtime lookup on first use, and iterating the UTF-8 view costs
     /// every write a hundred instructions more.
     private static func bytesOf(_ text: String) -> (isASCII: Bool, containsNUL: Bool) {
-        var text = text
-        return text.withUTF8 { bytes in
+        func scan(_ bytes: UnsafeBufferPointer<UInt8>) -> (isASCII: Bool, containsNUL: Bool) {
             var high: UInt8 = 0, lowest: UInt8 = 0xFF
             for byte in bytes {
                 high |= byte
@@ -31,6 +30,9 @@ enum Validation {
             }
             return (high < 0x80, lowest == 0)
         }
+        // In place (a native string's bytes are contiguous), rather than through
+        // `withUTF8`, whose copy of the string costs a retain and a release.
+        return text.utf8.withContiguousStorageIfAvailable(scan) ?? Array(text.utf8).withUnsafeBufferPointer(scan)
     }
 
     /// Suite names become file names, so they are limited by the file system's

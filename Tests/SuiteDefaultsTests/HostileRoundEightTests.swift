@@ -286,6 +286,7 @@ struct HostileRoundEightTests {
 /// only as stored, their `finish()` applied as the store applies it.
 @Suite("Round eight: the one-write transaction against a model")
 struct HostileRoundEightTransactionTests {
+    let directory = TemporaryDirectory()
     struct Stored: Equatable {
         var value: SuiteValue
         var isDefault: Bool
@@ -301,7 +302,9 @@ struct HostileRoundEightTransactionTests {
     @Test func finishAppliedAsTheStoreDoesMakesTheModelsTable() throws {
         var random = SplitMix64(seed: 0x8_0001)
         func pick<T>(_ items: [T]) -> T { items[Int.random(in: 0..<items.count, using: &random)] }
-        let defaults = RegisteredDefaults.of(suite: "model", directoryPath: "/nonexistent-round-eight")
+        // The transactions' store, for its name and registered defaults: the table
+        // each one starts from is made here.
+        let suite = try Suite(named: "model", directory: directory.url)
         var problems: [String] = []
         for trial in 0..<4000 {
             var base = SuiteContents()
@@ -314,7 +317,7 @@ struct HostileRoundEightTransactionTests {
                                                     asDefault: Bool.random(using: &random))]))
             }
             var model = Self.model(of: base)
-            let transaction = SuiteTransaction(suite: "model", base: base, defaults: defaults, maximumValueSize: 1 << 20)
+            let transaction = SuiteTransaction(store: suite.store, base: base, maximumValueSize: 1 << 20)
             var log: [String] = []
             for _ in 0..<Int.random(in: 0...14, using: &random) {
                 let key = pick(Self.keys), nfc = UTF8Text.nfc(key)
@@ -370,6 +373,7 @@ struct HostileRoundEightTransactionTests {
                 problems.append("trial \(trial) \(log): empty \(commit.isEmpty)")
             }
         }
+        withExtendedLifetime(suite) {}  // the transactions hold its store unretained
         #expect(problems.isEmpty, "\(problems.count) problems: \(problems.prefix(5))")
     }
 }

@@ -71,7 +71,7 @@ struct HostileUnlockedCatchUpTests {
         }
         try writeFromAnotherProcess("mark", "after the restore", in: directory.url, suite: "other")
         #expect(otherRecorder.wait(for: "mark", toBecome: "after the restore"))
-        ObserverHub.of(suite.store).waitForDelivery()
+        ObserverHub.of(suite.lease).waitForDelivery()
 
         try files.commitV2AfterTheRepair(name)
         // (Delivery takes milliseconds: five seconds without it is a miss.)

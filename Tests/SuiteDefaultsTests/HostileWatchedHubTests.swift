@@ -70,7 +70,7 @@ struct HostileWatchedHubTests {
         DispatchQueue.concurrentPerform(iterations: 4) { thread in
             for round in 0..<25 {
                 guard let suite = try? Suite(named: "cycle-\(round % 3)", directory: url) else { continue }
-                weak.add(ObserverHub.of(suite.store))
+                weak.add(ObserverHub.of(suite.lease))
                 let onWatcher = (round + thread) % 2 == 0
                 let observation = SuiteObservation.allKeys.delivered(on: onWatcher ? .watcherThread : .suiteQueue)
                 let box = Box()
@@ -101,7 +101,7 @@ struct HostileWatchedHubTests {
                 try suite.set(1, forKey: "k")
                 let token = try SuiteObservation.allKeys.delivered(on: index % 2 == 0 ? .suiteQueue : .watcherThread)
                     .start(in: suite, onError: recorder.errorHandler, onChange: recorder.handler)
-                hub = ObserverHub.of(suite.store)
+                hub = ObserverHub.of(suite.lease)
                 try FileManager.default.removeItem(at: sub)
                 #expect(recorder.waitForError(timeout: .seconds(4)), "the removal was not reported")
                 if cancelWhileMoving {
@@ -123,7 +123,7 @@ struct HostileWatchedHubTests {
         weak var hub: ObserverHub?
         do {
             let suite = try open("sequence")
-            hub = ObserverHub.of(suite.store)
+            hub = ObserverHub.of(suite.lease)
             var tasks: [Task<Void, Never>] = []
             for _ in 0..<4 {
                 let changes = try suite.changes()

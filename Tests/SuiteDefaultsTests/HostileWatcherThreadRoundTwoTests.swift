@@ -211,7 +211,7 @@ struct HostileWatcherThreadRoundTwoTests {
         writer.expectSuccess()
         let clock = ContinuousClock()
         let deadline = clock.now + .seconds(10)
-        let hub = ObserverHub.of(suite.store)
+        let hub = ObserverHub.of(suite.lease)
         while (hub.count != 0 || ChangeWatcher.shared.watchedDirectories.contains(where: { $0.hasSuffix("/cancelled") })) && clock.now < deadline {
             usleep(2000)
         }

@@ -281,7 +281,7 @@ struct HostileWatcherThreadTests {
         try writeFromAnotherProcess("k", "still served", in: directory.url, suite: "streams-other")
         #expect(recorder.wait(for: "k", toBecome: "still served"))
         // No observation of the suite is left behind.
-        #expect(ObserverHub.of(suite.store).count == 0)
+        #expect(ObserverHub.of(suite.lease).count == 0)
         withExtendedLifetime(token) {}
     }
 

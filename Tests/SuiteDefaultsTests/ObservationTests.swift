@@ -164,7 +164,7 @@ struct ObservationTests {
         try await writer.value
         #expect(seen == [1, 2, 3])
         _ = consume changes
-        #expect(ObserverHub.of(suite.store).count == 0, "the observation ended with the loop")
+        #expect(ObserverHub.of(suite.lease).count == 0, "the observation ended with the loop")
     }
 
     @Test func cancellingTheTaskEndsTheObservation() async throws {
@@ -189,7 +189,7 @@ struct ObservationTests {
         task.cancel()
         #expect(try await task.value == 1)
         _ = consume changes
-        #expect(ObserverHub.of(suite.store).count == 0)
+        #expect(ObserverHub.of(suite.lease).count == 0)
     }
 
     /// The change watcher holds each observed suite's hub strongly while it is
@@ -207,7 +207,7 @@ struct ObservationTests {
             let last = try suite.observe(onChange: recorder.handler)
             try suite.set(1, forKey: "k")
             #expect(recorder.wait(for: "k", toBecome: 1))
-            hub = ObserverHub.of(suite.store)
+            hub = ObserverHub.of(suite.lease)
             store = suite.store
             cancelled.cancel()
             released = nil
@@ -232,7 +232,7 @@ struct ObservationTests {
         token = nil
         try suite.set(2, forKey: "k")
         #expect(kept.wait(for: "k", toBecome: 2))
-        ObserverHub.of(suite.store).waitForDelivery()
+        ObserverHub.of(suite.lease).waitForDelivery()
         #expect(released.changes.map(\.newValue) == [1])
         #expect(token == nil)
         withExtendedLifetime(keptToken) {}

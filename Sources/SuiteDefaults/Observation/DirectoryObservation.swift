@@ -99,7 +99,7 @@ final class DirectoryObservation: Sendable {
             do {
                 let suite = try Suite(named: name, directory: directory, options: options)
                 let sink = ObserverSink(keys: keys, onError: onError, onChange: onChange)
-                let token = try ObserverHub.of(suite.store).add(sink, initialValues: initialValues, lockTimeout: options.lockTimeout)
+                let token = try ObserverHub.of(suite.lease).add(sink, initialValues: initialValues, lockTimeout: options.lockTimeout)
                 observed.suites[name] = (suite, token)
                 return nil
             } catch {

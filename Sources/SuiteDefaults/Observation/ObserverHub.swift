@@ -14,8 +14,10 @@ import Synchronization
 /// queue. One hub per store, made with the first observer: a process that only
 /// reads and writes starts no thread for observers.
 final class ObserverHub: AppliedCommitListener {
-    /// Weak: the store owns its hub. An observation's token keeps the store alive.
-    private weak let store: SuiteStore?
+    /// Weak: the store owns its hub. An observation's token keeps the lease, and so
+    /// the store, alive.
+    private weak let lease: StoreLease?
+    private var store: SuiteStore? { lease?.store }
     let suite: String
     let directoryPath: String
 
@@ -38,15 +40,15 @@ final class ObserverHub: AppliedCommitListener {
 
     private let observers = Locked(Observers())
 
-    private init(store: SuiteStore) {
-        self.store = store
-        suite = store.name
-        directoryPath = store.directoryPath
+    private init(lease: StoreLease) {
+        self.lease = lease
+        suite = lease.store.name
+        directoryPath = lease.store.directoryPath
     }
 
-    /// The hub of `store`, made with its first observer.
-    static func of(_ store: SuiteStore) -> ObserverHub {
-        store.listener { ObserverHub(store: store) }
+    /// The hub of the leased store, made with its first observer.
+    static func of(_ lease: StoreLease) -> ObserverHub {
+        lease.store.listener { ObserverHub(lease: lease) }
     }
 
     /// Runs `body` on the observers of this process, begun afresh in a forked child.
@@ -85,7 +87,8 @@ final class ObserverHub: AppliedCommitListener {
     /// so no write can fall between the two unseen; what was committed before
     /// registration is not a change to this observer.
     func add(_ sink: ObserverSink, initialValues: SuiteChange.Kind?, lockTimeout: Duration?) throws -> SuiteCancellable {
-        guard let store else { throw SuiteError(.ioFailure, suite: suite, message: "The suite was closed.") }
+        guard let lease else { throw SuiteError(.ioFailure, suite: suite, message: "The suite was closed.") }
+        let store = lease.store
         try ChangeWatcher.shared.watch(self, directory: store.directory)
         // Catch up first, so that earlier observers receive what came before this one.
         try? store.reload(lockTimeout: lockTimeout)
@@ -114,9 +117,9 @@ final class ObserverHub: AppliedCommitListener {
         // next write.
         if !store.isCaughtUp { scheduleRefresh() }
         let epoch = ForkEpoch.current
-        // The token holds the store: an observation lasts until it is cancelled, even
+        // The token holds the lease: an observation lasts until it is cancelled, even
         // when no `Suite` instance remains.
-        return SuiteCancellable { [store] in
+        return SuiteCancellable { [lease] in
             sink.deactivate()
             // In a forked child, the observation stayed with the parent; the watcher's
             // state inherited from it, which holds this hub, is let go of.
@@ -124,9 +127,9 @@ final class ObserverHub: AppliedCommitListener {
             // The removal waits for the store's lock; an observer called on the watcher's
             // thread, which waits for no suite, leaves it to the suite's queue.
             if ChangeWatcher.shared.isReaderThread {
-                self.enqueue { self.remove(id, from: store) }
+                self.enqueue { self.remove(id, from: lease.store) }
             } else {
-                self.remove(id, from: store)
+                self.remove(id, from: lease.store)
             }
         }
     }

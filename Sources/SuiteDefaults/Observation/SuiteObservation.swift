@@ -91,7 +91,7 @@ public struct SuiteObservation: Sendable {
         in suite: Suite, onError: (@Sendable (SuiteError) -> Void)? = nil,
         onChange: @escaping @Sendable (SuiteChange) -> Void
     ) throws -> SuiteCancellable {
-        try ObserverHub.of(suite.store).add(
+        try ObserverHub.of(suite.lease).add(
             ObserverSink(keys: keyNames, onWatcherThread: delivery == .watcherThread, onError: onError, onChange: onChange),
             initialValues: includesCurrentValues ? .initialValue : nil, lockTimeout: suite.options.lockTimeout)
     }

@@ -1,27 +1,37 @@
+/// What keeps a suite's store in the registry: every `Suite` instance of the suite in
+/// this process holds it, and so does every observation of it. The registry and the
+/// observer hub, which must not keep a store open, refer to the lease weakly, and never
+/// to the store: a weak reference gives an object a side table, after which every
+/// retain and release of it takes the runtime's slow path (a pair on every `set`).
+final class StoreLease: Sendable {
+    let store: SuiteStore
+    fileprivate init(_ store: SuiteStore) { self.store = store }
+}
+
 /// Gives every `Suite` instance of one suite in this process the same `SuiteStore`,
 /// as long as any of them is alive, so they share one cache and one set of files.
 enum StoreRegistry {
-    private final class WeakStore {
-        weak var store: SuiteStore?
-        init(_ store: SuiteStore) { self.store = store }
+    private final class WeakLease {
+        weak var lease: StoreLease?
+        init(_ lease: StoreLease) { self.lease = lease }
     }
 
     /// Keyed by the directory's device and inode and the suite's name, as text: a
     /// dictionary keyed by a struct of our own costs a new process a runtime
     /// conformance lookup the first time it opens a suite, a String key does not.
-    private static let stores = Locked<[String: WeakStore]>([:])
+    private static let leases = Locked<[String: WeakLease]>([:])
 
-    static func store(named name: String, directoryPath: String, sharing: Suite.Sharing, lockTimeout: Duration?) throws -> SuiteStore {
+    static func lease(named name: String, directoryPath: String, sharing: Suite.Sharing, lockTimeout: Duration?) throws -> StoreLease {
         let directory = try SuiteFiles.openDirectory(path: directoryPath, sharing: sharing, suite: name)
         let key = "\(directory.status.device):\(directory.status.inode)/\(name)"
-        if let existing = stores.withLock({ $0[key]?.store }) { return existing }
+        if let existing = leases.withLock({ $0[key]?.lease }) { return existing }
         // Opened outside the registry's lock: opening reads the file and may wait for
         // another process's lock.
-        let opened = try SuiteStore(name: name, directory: directory, sharing: sharing, lockTimeout: lockTimeout)
-        return stores.withLock { stores in
-            if let raced = stores[key]?.store { return raced }
-            if stores.values.contains(where: { $0.store == nil }) { stores = stores.filter { $0.value.store != nil } }
-            stores[key] = WeakStore(opened)
+        let opened = StoreLease(try SuiteStore(name: name, directory: directory, sharing: sharing, lockTimeout: lockTimeout))
+        return leases.withLock { leases in
+            if let raced = leases[key]?.lease { return raced }
+            if leases.values.contains(where: { $0.lease == nil }) { leases = leases.filter { $0.value.lease != nil } }
+            leases[key] = WeakLease(opened)
             return opened
         }
     }

@@ -9,13 +9,14 @@ extension StoreState {
     /// `liveBytesAfter` is the live size after the operations, when the caller knows it.
     /// `flags` describe the commit (a mirror's); a commit that needs format version 2
     /// (flags, or a value stored as a default) first rewrites a version 1 file as 2.
+    /// `timestamp` stamps the record (the wall clock now, unless the caller read it).
     func commit(_ operations: [Operation], durability: Suite.Durability, options: Suite.Options,
-                liveBytesAfter: Int? = nil, flags: Record.Flags = []) throws {
+                liveBytesAfter: Int? = nil, flags: Record.Flags = [], timestamp: Int64? = nil) throws {
         guard let start = try beginCommit(empty: operations.isEmpty, liveBytesAfter: liveBytesAfter ?? contents.liveBytes(after: operations),
                                           needsVersion2: Record.needVersion2(operations, flags: flags),
                                           durability: durability, options: options)
         else { return }
-        let record = Record(kind: .transaction, sequence: start.sequence, timestamp: WallClock.nanosecondsSince1970(),
+        let record = Record(kind: .transaction, sequence: start.sequence, timestamp: timestamp ?? WallClock.nanosecondsSince1970(),
                             pid: ProcessIdentity.id, operations: operations, flags: flags)
         try appendRecord(start, durability: durability) { RecordFormat.encode(record, into: &$0) }
         apply(record)
@@ -27,11 +28,12 @@ extension StoreState {
     /// `effect(ofSetting:to:size:asDefault:)` found: neither a list of operations nor
     /// a second lookup of the key.
     func commitSet(key: String, value: SuiteValue, size: Int, asDefault: Bool, slot: SuiteContents.Slot,
-                   liveBytesAfter: Int, durability: Suite.Durability, options: Suite.Options, flags: Record.Flags = []) throws {
+                   liveBytesAfter: Int, durability: Suite.Durability, options: Suite.Options, flags: Record.Flags = [],
+                   timestamp: Int64? = nil) throws {
         guard let start = try beginCommit(empty: false, liveBytesAfter: liveBytesAfter, needsVersion2: Record.needVersion2(storingDefault: asDefault, flags: flags),
                                           durability: durability, options: options)
         else { return }
-        let timestamp = WallClock.nanosecondsSince1970(), pid = ProcessIdentity.id
+        let timestamp = timestamp ?? WallClock.nanosecondsSince1970(), pid = ProcessIdentity.id
         try appendRecord(start, durability: durability) { bytes in
             RecordFormat.encodeSet(key: key, value: value, valueSize: size, asDefault: asDefault, sequence: start.sequence,
                                    timestamp: timestamp, pid: pid, flags: flags, into: &bytes)

@@ -71,10 +71,17 @@ extension StoreState {
         }
     }
 
-    /// What a process waiting for the lock sleeps on: the shared page (kept alive by
-    /// the reference) and the release count read before its last try.
-    var lockWaitPoint: LockWait.Point {
-        LockWait.Point(page: header?.page, seen: header.map { $0.releaseCount.load() } ?? 0)
+    /// The shared page's release count, read before each try at the lock: a waiter
+    /// sleeps only while it has not moved since.
+    var releaseCountBeforeTry: UInt32 { header?.releaseCount.load() ?? 0 }
+
+    /// What a process whose try failed sleeps on: the shared page (kept alive by the
+    /// reference) and the release count `seen` before the try. Taken only once the
+    /// try failed, since holding the page costs every write an atomic retain and
+    /// release. (A try that mapped the page again leaves a count of the old page: the
+    /// first sleep then ends at once, or after at most `LockWait.longestSleep`.)
+    func lockWaitPoint(seen: UInt32) -> LockWait.Point {
+        LockWait.Point(page: header?.page, seen: seen)
     }
 
     func lockTimeoutError(_ kind: FileDescriptor.LockKind, waited timeout: Duration) -> SuiteError {

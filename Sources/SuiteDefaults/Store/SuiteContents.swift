@@ -101,9 +101,11 @@ struct SuiteContents: Sendable {
     /// table changed since).
     mutating func set(_ value: SuiteValue, forKey key: String, size: Int, asDefault: Bool, at slot: Slot, sequence: UInt64) {
         if slot.revision == revision, let index = slot.index {
-            let entry = Entry(value: value, size: RecordFormat.size(ofSetting: key, valueSize: size), isDefault: asDefault)
-            liveBytes += entry.size - entries.values[index].size
-            entries.values[index] = entry
+            var entry = Entry(value: value, size: RecordFormat.size(ofSetting: key, valueSize: size), isDefault: asDefault)
+            let newSize = entry.size
+            // Swapped in place: reading the old entry's size out of the table would copy it.
+            swap(&entries.values[index], &entry)
+            liveBytes += newSize - entry.size
         } else {
             store(value, forKey: key, size: size, asDefault: asDefault)
         }

@@ -364,13 +364,13 @@ final class SuiteStore: Sendable {
             throw SuiteError(.readOnly, suite: name, path: directoryPath,
                              message: "This process may only read the suite (its files or directory are not writable).")
         }
-        let point = state.lockWaitPoint
+        let seen = state.releaseCountBeforeTry
         guard try state.tryLockFile(kind) else {
             // A writer that waits reads the holder's commit now, as far as it can
             // without the file lock, rather than once it holds the lock: every other
             // writer waits through that catch-up too.
             if kind == .exclusive { _ = state.catchUpWithoutFileLock() }
-            throw LockBusy(point: point)
+            throw LockBusy(point: state.lockWaitPoint(seen: seen))
         }
         defer { state.unlockFile() }
         whenLocked()
@@ -397,32 +397,39 @@ final class SuiteStore: Sendable {
     /// stored: `-0.0` over `0.0` is a change): a set, the most common commit, with one
     /// lookup of its key, which decides whether it changes anything and what size the
     /// suite grows to, and finds where it goes.
-    func commit(_ operation: Operation, durability: Suite.Durability, options: Suite.Options) throws {
-        try exclusively(options: options) { state in
-            guard case .set(let key, let value, let size, let asDefault) = operation else {
-                let effect = state.contents.effect(of: operation)
-                return try state.commit(effect.changes ? [operation] : [], durability: durability, options: options,
-                                        liveBytesAfter: effect.liveBytes)
+    func commit(_ operation: consuming Operation, durability: Suite.Durability, options: Suite.Options) throws {
+        // Taken apart outside the lock, and moved rather than copied: a copy of the
+        // key and of the value would cost a set two atomic retains and releases.
+        switch consume operation {
+        case .set(let key, let value, let size, let asDefault):
+            try exclusively(options: options) { state in
+                let effect = state.contents.effect(ofSetting: key, to: value, size: size, asDefault: asDefault)
+                guard effect.changes else { return try state.commit([], durability: durability, options: options) }
+                try state.commitSet(key: key, value: value, size: size, asDefault: asDefault, slot: effect.slot,
+                                    liveBytesAfter: effect.liveBytes, durability: durability, options: options)
             }
-            let effect = state.contents.effect(ofSetting: key, to: value, size: size, asDefault: asDefault)
-            guard effect.changes else { return try state.commit([], durability: durability, options: options) }
-            try state.commitSet(key: key, value: value, size: size, asDefault: asDefault, slot: effect.slot,
-                                liveBytesAfter: effect.liveBytes, durability: durability, options: options)
+        case let other:
+            try exclusively(options: options) { state in
+                let effect = state.contents.effect(of: other)
+                try state.commit(effect.changes ? [other] : [], durability: durability, options: options,
+                                 liveBytesAfter: effect.liveBytes)
+            }
         }
     }
 
     /// How long a transaction's block may run before its lock file is checked again.
-    static let transactionCheckedAfterNanoseconds: UInt64 = 100_000
+    static let transactionCheckedAfterNanoseconds: Int64 = 100_000
 
     /// Runs a transaction under the exclusive lock and commits what it wrote.
     func transaction<R>(
         durability: Suite.Durability, options: Suite.Options, flags: Record.Flags = [], _ body: (SuiteTransaction) throws -> R
     ) throws -> R {
         try exclusively(options: options) { state in
-            let transaction = SuiteTransaction(suite: name, base: state.contents, defaults: defaults,
-                                               maximumValueSize: options.maximumValueSize)
+            let transaction = SuiteTransaction(store: self, base: state.contents, maximumValueSize: options.maximumValueSize)
             let result: R
-            let started = MonotonicClock.nanoseconds()
+            // The wall clock, read twice, times the block and stamps the record: a clock
+            // that steps back counts as a long block.
+            let started = WallClock.nanosecondsSince1970()
             do {
                 transactionThread.markCurrentThread()
                 defer { transactionThread.clear() }
@@ -435,7 +442,8 @@ final class SuiteStore: Sendable {
             // A block that ran for long gave time to delete the lock file, after which
             // another process may hold the new one and the two would write at once. (A
             // short one is as safe as a plain write, which does not look again.)
-            let ranLong = MonotonicClock.nanoseconds() &- started > Self.transactionCheckedAfterNanoseconds
+            let finished = WallClock.nanosecondsSince1970()
+            let ranLong = !(0...Self.transactionCheckedAfterNanoseconds).contains(finished &- started)
             guard try commit.isEmpty || !ranLong || state.lockFileHasName() else {
                 throw SuiteError(.ioFailure, suite: name, path: directoryPath,
                                  message: "The suite's lock file was deleted while the transaction ran, so another process could be writing at the same time; nothing was written. Try again.")
@@ -443,9 +451,11 @@ final class SuiteStore: Sendable {
             switch commit {
             case .set(let key, let value, let size, let asDefault, let slot, let liveBytesAfter):
                 try state.commitSet(key: key, value: value, size: size, asDefault: asDefault, slot: slot,
-                                    liveBytesAfter: liveBytesAfter, durability: durability, options: options, flags: flags)
+                                    liveBytesAfter: liveBytesAfter, durability: durability, options: options, flags: flags,
+                                    timestamp: finished)
             case .operations(let operations, let liveBytesAfter):
-                try state.commit(operations, durability: durability, options: options, liveBytesAfter: liveBytesAfter, flags: flags)
+                try state.commit(operations, durability: durability, options: options, liveBytesAfter: liveBytesAfter, flags: flags,
+                                 timestamp: finished)
             }
             return result
         }
