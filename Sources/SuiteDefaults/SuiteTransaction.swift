@@ -6,9 +6,11 @@
 /// whole block, so keep it short, and use the transaction, not the suite, inside it.
 public final class SuiteTransaction: SuiteWritable {
     /// Unowned and unretained: the store runs the block and is held until it returns,
-    /// and an ended transaction refuses every use (`checkOpen`) before it reaches the
-    /// store. (Retaining it and its registered defaults cost every update two atomic
-    /// operations more.)
+    /// and an ended transaction refuses every use on the block's thread (`checkOpen`)
+    /// before it reaches the store; reflection sees only `isOpen` (`customMirror`).
+    /// A use from another thread that races the block's end is outside the contract
+    /// (a transaction is not `Sendable`). Retaining the store and its registered
+    /// defaults cost every update two atomic operations more.
     private unowned(unsafe) let store: SuiteStore
     private let maximumValueSize: Int
     // A transaction belongs to the one thread running its block (it is not
@@ -200,5 +202,13 @@ public final class SuiteTransaction: SuiteWritable {
     func abandon() {
         isOpen = false
         base = nil
+    }
+}
+
+extension SuiteTransaction: CustomReflectable {
+    /// Only whether the transaction is open: reflecting the unretained store of one
+    /// kept past its block would read freed memory.
+    public var customMirror: Mirror {
+        Mirror(self, children: ["isOpen": isOpen], displayStyle: .class)
     }
 }

@@ -16,21 +16,6 @@ struct HostileWatchedHubTests {
         try Suite(named: name, directory: url ?? directory.url)
     }
 
-    /// Waits (with a deadline) for `done`; true when it held.
-    private func eventually(_ seconds: Int = 4, _ done: () -> Bool) -> Bool {
-        let deadline = ContinuousClock.now + .seconds(seconds)
-        while !done() {
-            if ContinuousClock.now >= deadline { return done() }
-            usleep(1_000)
-        }
-        return true
-    }
-
-    private func isWatched(_ url: URL) -> Bool {
-        let path = PathNormalization.standardized(url.path)
-        return ChangeWatcher.shared.watchedDirectories.contains { PathNormalization.standardized($0) == path }
-    }
-
     // MARK: fork
 
     /// In a forked child, an observation made in the parent stays with the parent;
