@@ -427,8 +427,10 @@ final class SuiteStore: Sendable {
         try exclusively(options: options) { state in
             let transaction = SuiteTransaction(store: self, base: state.contents, maximumValueSize: options.maximumValueSize)
             let result: R
-            // The wall clock, read twice, times the block and stamps the record: a clock
-            // that steps back counts as a long block.
+            // The wall clock, read twice, times the block and stamps the record (one
+            // reading fewer than a monotonic clock as well): a step back longer than the
+            // block counts as a long block (Design.md, "Deleting the lock file during a
+            // write", says what a shorter one can do).
             let started = WallClock.nanosecondsSince1970()
             do {
                 transactionThread.markCurrentThread()
