@@ -287,17 +287,11 @@ struct HostileRoundEightTests {
 @Suite("Round eight: the one-write transaction against a model")
 struct HostileRoundEightTransactionTests {
     let directory = TemporaryDirectory()
-    struct Stored: Equatable {
-        var value: SuiteValue
-        var isDefault: Bool
-        static func == (a: Stored, b: Stored) -> Bool { a.value.isStored(identicallyTo: b.value) && a.isDefault == b.isDefault }
-    }
     static let keys = ["a", "b", "café", "cafe\u{301}", "Å", "A\u{30A}", "\u{212B}"] + (0..<11).map { "k\($0)" }
     static let values: [SuiteValue] = [0, 1, .double(1), .double(0), .double(-0.0), "x", "café", "cafe\u{301}", true,
                                        .data(Data([1, 2])), ["café": 1], .string(String(repeating: "y", count: 300))]
     static func size(_ value: SuiteValue) -> Int { try! ValueEncoding.measure(value) }
-    static func same(_ a: [String: Stored], _ b: [String: Stored]) -> Bool { a.count == b.count && a.allSatisfy { b[$0.key] == $0.value } }
-    static func model(of contents: SuiteContents) -> [String: Stored] { contents.entries.mapValues { Stored(value: $0.value, isDefault: $0.isDefault) } }
+    static func model(of contents: SuiteContents) -> [String: ModelEntry] { contents.entries.mapValues { ModelEntry(value: $0.value, isDefault: $0.isDefault) } }
 
     @Test func finishAppliedAsTheStoreDoesMakesTheModelsTable() throws {
         var random = SplitMix64(seed: 0x8_0001)
@@ -325,7 +319,7 @@ struct HostileRoundEightTransactionTests {
                 case 0, 1, 2:
                     let value = pick(Self.values), asDefault = Int.random(in: 0..<4, using: &random) == 0
                     try transaction.setValue(value, forKey: key, asDefault: asDefault)
-                    model[nfc] = Stored(value: value, isDefault: asDefault)
+                    model[nfc] = ModelEntry(value: value, isDefault: asDefault)
                     log.append("set \(key)=\(value)\(asDefault ? " default" : "")")
                 case 3:
                     try transaction.removeValue(forKey: key)
@@ -339,7 +333,7 @@ struct HostileRoundEightTransactionTests {
                     if let now = model[nfc] {
                         let asDefault = Bool.random(using: &random)
                         try transaction.setValue(now.value, forKey: key, asDefault: asDefault)
-                        model[nfc] = Stored(value: now.value, isDefault: asDefault)
+                        model[nfc] = ModelEntry(value: now.value, isDefault: asDefault)
                         log.append("reset \(key)\(asDefault ? " default" : "")")
                     }
                 default:
@@ -367,9 +361,9 @@ struct HostileRoundEightTransactionTests {
                 }
                 announced = liveBytesAfter
             }
-            if !Self.same(Self.model(of: after), model) { problems.append("trial \(trial) \(log): committed \(after.values), model \(model)") }
+            if !ModelEntry.same(Self.model(of: after), model) { problems.append("trial \(trial) \(log): committed \(after.values), model \(model)") }
             if announced != after.liveBytes { problems.append("trial \(trial) \(log): announced \(announced), applied \(after.liveBytes)") }
-            if !log.contains("removeAll"), commit.isEmpty != Self.same(Self.model(of: base), model) {
+            if !log.contains("removeAll"), commit.isEmpty != ModelEntry.same(Self.model(of: base), model) {
                 problems.append("trial \(trial) \(log): empty \(commit.isEmpty)")
             }
         }

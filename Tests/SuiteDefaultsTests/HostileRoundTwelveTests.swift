@@ -419,15 +419,6 @@ struct HostileRoundTwelveTests: EngineStateTesting {
                                             true, false, .data(Data()), .data(Data([0, 1])), ["café": 1], [.double(-0.0)],
                                             .string(String(repeating: "y", count: 700))]
 
-    struct Stored {
-        var value: SuiteValue
-        var isDefault: Bool
-        func same(as other: Stored?) -> Bool {
-            guard let other else { return false }
-            return value.isStored(identicallyTo: other.value) && isDefault == other.isDefault
-        }
-    }
-
     /// Random sets (some `setIfAbsent`, which store a default), removals, clears and
     /// transactions of several writes, through one Suite, checked after every step
     /// against a model: the contents, exactly (-0.0 is not 0.0), and `liveBytes`
@@ -439,13 +430,13 @@ struct HostileRoundTwelveTests: EngineStateTesting {
         let reader = try openState(name)
         var random = SplitMix64(seed: 0x11_0005)
         func pick<T>(_ items: [T]) -> T { items[Int.random(in: 0..<items.count, using: &random)] }
-        var model: [String: Stored] = [:]
+        var model: [String: ModelEntry] = [:]
         var problems: [String] = []
-        func liveBytes(_ model: [String: Stored]) -> Int {
+        func liveBytes(_ model: [String: ModelEntry]) -> Int {
             model.reduce(0) { $0 + RecordFormat.size(ofSetting: $1.key, valueSize: try! ValueEncoding.measure($1.value.value)) }
         }
         func compare(_ entries: [String: Suite.StoredEntry], liveBytes actual: Int, _ what: String, _ step: Int, _ log: String) {
-            let agrees = entries.count == model.count && entries.allSatisfy { Stored(value: $0.value.value, isDefault: $0.value.isDefault).same(as: model[$0.key]) }
+            let agrees = ModelEntry.same(entries.mapValues { ModelEntry(value: $0.value, isDefault: $0.isDefault) }, model)
             if !agrees { problems.append("step \(step) \(log): \(what) holds \(entries), the model \(model)") }
             if actual != liveBytes(model) { problems.append("step \(step) \(log): \(what) live bytes \(actual), the model's \(liveBytes(model))") }
         }
@@ -456,12 +447,12 @@ struct HostileRoundTwelveTests: EngineStateTesting {
             case 0...3:
                 let value = pick(Self.modelValues)
                 try suite.set(value, forKey: key)
-                model[nfc] = Stored(value: value, isDefault: false)
+                model[nfc] = ModelEntry(value: value, isDefault: false)
                 log = "set \(nfc.prefix(8))=\(value)"
             case 4:
                 let value = pick(Self.modelValues)
                 _ = try suite.setIfAbsent(value, forKey: key)
-                if model[nfc] == nil { model[nfc] = Stored(value: value, isDefault: true) }
+                if model[nfc] == nil { model[nfc] = ModelEntry(value: value, isDefault: true) }
                 log = "setIfAbsent \(nfc.prefix(8))=\(value)"
             case 5, 6:
                 try suite.removeValue(forKey: key)
@@ -481,7 +472,7 @@ struct HostileRoundTwelveTests: EngineStateTesting {
                         case 0...3:
                             let value = pick(Self.modelValues), asDefault = Int.random(in: 0..<4, using: &random) == 0
                             try transaction.setValue(value, forKey: key, asDefault: asDefault)
-                            staged[nfc] = Stored(value: value, isDefault: asDefault)
+                            staged[nfc] = ModelEntry(value: value, isDefault: asDefault)
                             parts.append("set \(nfc.prefix(8))=\(value)\(asDefault ? " default" : "")")
                         case 4:
                             // The read and write of one key, as an update does.
@@ -491,7 +482,7 @@ struct HostileRoundTwelveTests: EngineStateTesting {
                             }
                             let value = pick(Self.modelValues)
                             try transaction.set(value, forKey: key)
-                            staged[nfc] = Stored(value: value, isDefault: false)
+                            staged[nfc] = ModelEntry(value: value, isDefault: false)
                             parts.append("update \(nfc.prefix(8))=\(value)")
                         case 5:
                             try transaction.removeValue(forKey: key)
