@@ -23,6 +23,9 @@ public final class SuiteTransaction: SuiteWritable {
     /// than in a list that each update would make and free; nil in a transaction that
     /// wrote more keys (`writes`) or none.
     @exclusivity(unchecked) private var onlyWrite: Operation?
+    /// Whether `onlyWrite` or `writes` holds a write: asked before either is looked
+    /// at, since testing the optional write for nil copies it.
+    @exclusivity(unchecked) private var hasWrites = false
     /// The last write to each key, in the order keys were first written, once a
     /// second key is written; empty before.
     @exclusivity(unchecked) private var writes: [Operation] = []
@@ -64,7 +67,7 @@ public final class SuiteTransaction: SuiteWritable {
     public func storedValue(forKey key: String) -> SuiteValue? {
         checkOpen()
         // (A read before any write, the usual update's, skips looking for one.)
-        if onlyWrite != nil || !writes.isEmpty, let write = write(of: key) {
+        if hasWrites, let write = write(of: key) {
             if case .set(_, let value, _, _) = write { return value }
             return nil
         }
@@ -97,8 +100,9 @@ public final class SuiteTransaction: SuiteWritable {
         }
         guard !writes.isEmpty else {
             // One key so far (or none): it stays the only write, or both go to the list.
-            guard let first = onlyWrite, first.key != operation.key else {
+            guard hasWrites, let first = onlyWrite, first.key != operation.key else {
                 onlyWrite = operation
+                hasWrites = true
                 return
             }
             writes = [first, operation]
@@ -126,6 +130,7 @@ public final class SuiteTransaction: SuiteWritable {
         onlyWrite = nil
         writes = []
         positions = [:]
+        hasWrites = false
         clearsAll = true
     }
 

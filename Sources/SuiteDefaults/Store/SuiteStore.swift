@@ -420,13 +420,14 @@ final class SuiteStore: Sendable {
     /// How long a transaction's block may run before its lock file is checked again.
     static let transactionCheckedAfterNanoseconds: Int64 = 100_000
 
-    /// Runs a transaction under the exclusive lock and commits what it wrote.
-    func transaction<R>(
-        durability: Suite.Durability, options: Suite.Options, flags: Record.Flags = [], _ body: (SuiteTransaction) throws -> R
-    ) throws -> R {
+    /// Runs a transaction under the exclusive lock and commits what it wrote. (Its
+    /// block returns nothing: `Suite.update` keeps the block's result, so that no layer
+    /// under it is generic, which called from another module would run unspecialized.)
+    func transaction(
+        durability: Suite.Durability, options: Suite.Options, flags: Record.Flags = [], _ body: (SuiteTransaction) throws -> Void
+    ) throws {
         try exclusively(options: options) { state in
             let transaction = SuiteTransaction(store: self, base: state.contents, maximumValueSize: options.maximumValueSize)
-            let result: R
             // The wall clock, read twice, times the block and stamps the record (one
             // reading fewer than a monotonic clock as well): a step back longer than the
             // block counts as a long block (Design.md, "Deleting the lock file during a
@@ -435,7 +436,7 @@ final class SuiteStore: Sendable {
             do {
                 transactionThread.markCurrentThread()
                 defer { transactionThread.clear() }
-                result = try body(transaction)
+                try body(transaction)
             } catch {
                 transaction.abandon()
                 throw error
@@ -459,7 +460,6 @@ final class SuiteStore: Sendable {
                 try state.commit(operations, durability: durability, options: options, liveBytesAfter: liveBytesAfter, flags: flags,
                                  timestamp: finished)
             }
-            return result
         }
     }
 
