@@ -47,7 +47,8 @@ public final class SuiteTransaction: SuiteWritable {
     }
 
     private func checkOpen() {
-        precondition(isOpen, "A SuiteTransaction was used after its update block returned.")
+        // fatalError, whose message an optimized build keeps (precondition's it drops).
+        if !isOpen { fatalError("A SuiteTransaction was used after its update block returned.") }
     }
 
     /// The write to `key` in this transaction, if it was written. (`==` between

@@ -42,7 +42,9 @@ final class SuiteStore: Sendable {
 
     private func checkNotInsideTransaction() {
         if isInsideTransactionOnCurrentThread {
-            preconditionFailure("Suite \"\(name)\" was used inside its own update block; use the transaction passed to the block instead.")
+            // fatalError, not preconditionFailure: an optimized build drops the
+            // latter's message, and this one tells the programmer what to change.
+            fatalError("Suite \"\(name)\" was used inside its own update block; use the transaction passed to the block instead.")
         }
     }
 

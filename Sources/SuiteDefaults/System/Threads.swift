@@ -30,7 +30,7 @@ enum Threads {
         }, context)
         guard result == 0 else {
             Unmanaged<Body>.fromOpaque(context).release()
-            preconditionFailure("pthread_create failed: \(String(cString: strerror(result)))")
+            fatalError("pthread_create failed: \(String(cString: strerror(result)))")
         }
         pthread_detach(thread)
     }
