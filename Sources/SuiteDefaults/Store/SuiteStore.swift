@@ -41,11 +41,16 @@ final class SuiteStore: Sendable {
     }
 
     private func checkNotInsideTransaction() {
-        if isInsideTransactionOnCurrentThread {
-            // fatalError, not preconditionFailure: an optimized build drops the
-            // latter's message, and this one tells the programmer what to change.
-            fatalError("Suite \"\(name)\" was used inside its own update block; use the transaction passed to the block instead.")
-        }
+        if isInsideTransactionOnCurrentThread { stopUsedInsideItsOwnUpdate() }
+    }
+
+    /// Apart from the check, which every read and write runs: its message's code stays
+    /// out of the way of the code a widget starts with.
+    @inline(never)
+    private func stopUsedInsideItsOwnUpdate() -> Never {
+        // fatalError, not preconditionFailure: an optimized build drops the latter's
+        // message, and this one tells the programmer what to change.
+        fatalError("Suite \"\(name)\" was used inside its own update block; use the transaction passed to the block instead.")
     }
 
     /// The directory the suite's files are in now.
