@@ -66,9 +66,9 @@ struct HostileRoundThirteenTests: EngineStateTesting {
             Issue.record("Int??? through the generic path lost its level")
         }
         // Through updateAsMirror, generic too.
-        #expect(try Self.level(Self.genericMirror(suite, Int??.some(nil), &commits)) == "some(nil)")
-        #expect(try Self.level(Self.genericMirror(suite, Int??.none, &commits)) == "nil")
-        #expect(try Self.genericMirror(suite, Large(seed: 8), &commits) == Large(seed: 8))
+        #expect(try Self.level(Self.generic(suite, Int??.some(nil), &commits, mirrored: true)) == "some(nil)")
+        #expect(try Self.level(Self.generic(suite, Int??.none, &commits, mirrored: true)) == "nil")
+        #expect(try Self.generic(suite, Large(seed: 8), &commits, mirrored: true) == Large(seed: 8))
         #expect(suite.integer(forKey: "n") == commits, "\(commits) blocks ran, the counter says \(String(describing: suite.integer(forKey: "n")))")
         #expect(commits == 19)
     }
@@ -82,22 +82,16 @@ struct HostileRoundThirteenTests: EngineStateTesting {
         }
     }
 
+    /// An increment of "n" returning `value`, in a generic function of this module
+    /// that cannot be specialized: `R` is known only by its metadata.
     @inline(never)
-    static func generic<T>(_ suite: Suite, _ value: T, _ commits: inout Int) throws -> T {
-        try suite.update { transaction in
+    static func generic<T>(_ suite: Suite, _ value: T, _ commits: inout Int, mirrored: Bool = false) throws -> T {
+        let body = { (transaction: SuiteTransaction) throws -> T in
             try transaction.set((transaction.integer(forKey: "n") ?? 0) + 1, forKey: "n")
             commits += 1
             return value
         }
-    }
-
-    @inline(never)
-    static func genericMirror<T>(_ suite: Suite, _ value: T, _ commits: inout Int) throws -> T {
-        try suite.updateAsMirror { transaction in
-            try transaction.set((transaction.integer(forKey: "n") ?? 0) + 1, forKey: "n")
-            commits += 1
-            return value
-        }
+        return try mirrored ? suite.updateAsMirror(body) : suite.update(body)
     }
 
     struct Eight: Equatable { var a, b, c, d, e, f, g, h: UInt64 }
@@ -473,7 +467,7 @@ struct HostileRoundThirteenTests: EngineStateTesting {
     }
 
     static func expectPassed(_ result: ExitTest.Result?, sourceLocation: SourceLocation = #_sourceLocation) {
-        let errors = String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
+        let errors = standardErrorText(of: result)
         #expect(result?.exitStatus == .exitCode(3) && errors.contains(passedMarker), "the child's errors: \(errors.prefix(700))",
                 sourceLocation: sourceLocation)
     }
@@ -590,8 +584,7 @@ struct HostileRoundThirteenNestedUpdateTests {
 
     static func expectStopped(_ result: ExitTest.Result?, _ test: String, sourceLocation: SourceLocation = #_sourceLocation) {
         try? FileManager.default.removeItem(atPath: "/tmp/hostile-thirteen-\(getpid())-\(test)")
-        let errors = String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
-        #expect(errors.contains(message), "the child's errors: \(errors.suffix(600))", sourceLocation: sourceLocation)
+        expectChildStopped(result, saying: message, sourceLocation: sourceLocation)
     }
 
     /// The same instance, with an optional result inside and out.

@@ -598,8 +598,7 @@ struct HostileRoundTwelveEscapedTransactionTests {
 
     static func expectStopped(_ result: ExitTest.Result?, _ test: String, sourceLocation: SourceLocation = #_sourceLocation) {
         removeDirectory(test)
-        let errors = String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
-        #expect(errors.contains(message), "the child's errors: \(errors.suffix(600))", sourceLocation: sourceLocation)
+        expectChildStopped(result, saying: message, sourceLocation: sourceLocation)
     }
 
     @Test func registeredDefaultAfterTheBlockStops() async {
