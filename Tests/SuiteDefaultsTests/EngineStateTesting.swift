@@ -16,6 +16,16 @@ extension EngineStateTesting {
         return try StoreState(files: SuiteFiles(suite: suite, directory: handle, sharing: .private))
     }
 
+    /// The 8 bytes at `offset` of the suite's lock file (the shared header).
+    func readHeaderWord(_ suite: String, at offset: off_t) throws -> UInt64 {
+        let lock = Glibc.open(directory.file("\(suite).suite.lock").path, O_RDONLY | O_CLOEXEC)
+        try #require(lock >= 0)
+        defer { close(lock) }
+        var value: UInt64 = 0
+        #expect(pread(lock, &value, 8, offset) == 8)
+        return value
+    }
+
     /// Writes 8 bytes at `offset` of the suite's lock file (the shared header), as a
     /// process outside the library could.
     func writeHeaderWord(_ suite: String, at offset: off_t, _ value: UInt64) throws {

@@ -12,15 +12,6 @@ import TestSupport
 struct HostileRoundSixTests: EngineStateTesting {
     let directory = TemporaryDirectory()
 
-    func readHeaderWord(_ suite: String, at offset: off_t) throws -> UInt64 {
-        let lock = open(directory.file("\(suite).suite.lock").path, O_RDONLY | O_CLOEXEC)
-        try #require(lock >= 0)
-        defer { close(lock) }
-        var value: UInt64 = 0
-        #expect(pread(lock, &value, 8, offset) == 8)
-        return value
-    }
-
     /// Another process changed the value and compacted the suite (a new data file),
     /// then another holds the lock (inside a transaction, between commits: the header
     /// is even and says everything). An observer registered now, with the current

@@ -210,6 +210,14 @@ final class StoreState: @unchecked Sendable {
         let fileID = committed.dataFileID
         var length = committed.committedLength, lastSequence = committed.lastSequence
         if fileID == 0 {
+            // Only a rebuild that found no data file, or an empty one, which it removes,
+            // writes a header with none, and a data file is put in place under the
+            // exclusive lock together with the header that names it. So a file under
+            // the data file's name now says that the header lost its fields to
+            // something done without the lock (a lock file cut while a process set
+            // its header up): trusted, it would drop every value, and the next write
+            // would find the file in its way.
+            if try dataFileExists() { return try damageFound(exclusive: exclusive) }
             if !view.isLoaded || view.dataFileID != 0 {
                 dataFile?.close()
                 dataFile = nil
@@ -296,6 +304,15 @@ final class StoreState: @unchecked Sendable {
         view = View(generation: committed.generation, dataFileID: committed.dataFileID, length: end,
                     lastSequence: committed.lastSequence, isLoaded: true)
         return .caughtUp
+    }
+
+    /// Whether a file has the data file's name, asked of the directory.
+    private func dataFileExists() throws -> Bool {
+        do {
+            return try files.directory.status(of: files.dataName) != nil
+        } catch {
+            throw files.error(error, doing: "inspect the suite file")
+        }
     }
 
     private func dataFileStatus() throws -> FileStatus {
