@@ -270,7 +270,7 @@ public final class Suite: SuiteWritable, Sendable {
     /// compares with what it last sent.
     package func storedEntries() -> [String: StoredEntry] {
         store.read(lockTimeout: options.lockTimeout) { contents in
-            contents.entries.mapValues { StoredEntry(value: $0.value, isDefault: $0.isDefault) }
+            contents.mapEntries { StoredEntry(value: $0.value, isDefault: $0.isDefault) }
         }
     }
 

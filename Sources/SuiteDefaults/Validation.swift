@@ -17,6 +17,11 @@ enum Validation {
         bytesOf(text).isASCII ? text : UTF8Text.nfc(text)
     }
 
+    /// Whether `text` is all ASCII, and so its own NFC.
+    static func isASCII(_ text: String) -> Bool {
+        bytesOf(text).isASCII
+    }
+
     /// Whether `text` is all ASCII, and whether it holds a NUL byte, in one plain loop
     /// over contiguous bytes: a generic algorithm such as allSatisfy costs a new
     /// process a runtime lookup on first use, and iterating the UTF-8 view costs

@@ -57,7 +57,7 @@ struct ExportDefaultMarkTests {
         // A process that opens the file afresh reads the marks from the journal.
         let bytes = try #require(directory.bytes(of: "copy.suite"))
         let scan = try bytes.withUnsafeBytes { try DataFileScan.scan($0, committedLength: bytes.count) }
-        #expect(scan.contents.entries.mapValues(\.isDefault) == source.storedEntries().mapValues(\.isDefault))
+        #expect(scan.contents.mapEntries(\.isDefault) == source.storedEntries().mapValues(\.isDefault))
         #expect(copy.exportJSON() == source.exportJSON(), "exporting the copy gives the same text")
     }
 

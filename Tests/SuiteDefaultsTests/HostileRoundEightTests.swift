@@ -291,7 +291,7 @@ struct HostileRoundEightTransactionTests {
     static let values: [SuiteValue] = [0, 1, .double(1), .double(0), .double(-0.0), "x", "café", "cafe\u{301}", true,
                                        .data(Data([1, 2])), ["café": 1], .string(String(repeating: "y", count: 300))]
     static func size(_ value: SuiteValue) -> Int { try! ValueEncoding.measure(value) }
-    static func model(of contents: SuiteContents) -> [String: ModelEntry] { contents.entries.mapValues { ModelEntry(value: $0.value, isDefault: $0.isDefault) } }
+    static func model(of contents: SuiteContents) -> [String: ModelEntry] { contents.mapEntries { ModelEntry(value: $0.value, isDefault: $0.isDefault) } }
 
     @Test func finishAppliedAsTheStoreDoesMakesTheModelsTable() throws {
         var random = SplitMix64(seed: 0x8_0001)

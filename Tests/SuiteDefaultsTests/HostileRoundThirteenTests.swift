@@ -345,7 +345,7 @@ struct HostileRoundThirteenTests: EngineStateTesting {
             }
             if round % 20 == 19 {
                 try catchUpReadOnly(reader)
-                let read = reader.contents.entries.mapValues { ModelEntry(value: $0.value, isDefault: $0.isDefault) }
+                let read = reader.contents.mapEntries { ModelEntry(value: $0.value, isDefault: $0.isDefault) }
                 if !ModelEntry.same(read, model.mapValues { ModelEntry(value: $0, isDefault: false) }) {
                     problems.append("round \(round): another reader holds \(read), the model \(model)")
                 }

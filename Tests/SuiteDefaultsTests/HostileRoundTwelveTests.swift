@@ -504,7 +504,7 @@ struct HostileRoundTwelveTests: EngineStateTesting {
             compare(suite.storedEntries(), liveBytes: suite.store.contentsAsLastRead.liveBytes, "the suite", step, log)
             if step % 25 == 24 {
                 try catchUpReadOnly(reader)
-                let entries = reader.contents.entries.mapValues { Suite.StoredEntry(value: $0.value, isDefault: $0.isDefault) }
+                let entries = reader.contents.mapEntries { Suite.StoredEntry(value: $0.value, isDefault: $0.isDefault) }
                 compare(entries, liveBytes: reader.contents.liveBytes, "another reader", step, log)
             }
             if problems.count > 5 { break }

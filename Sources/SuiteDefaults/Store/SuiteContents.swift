@@ -30,7 +30,7 @@ struct SuiteContents: Sendable {
         }
     }
 
-    private(set) var entries: [String: Entry] = [:] {
+    private(set) var entries = KeyTable() {
         didSet { revision &+= 1 }
     }
     /// Counts the changes to the table: an index into it (a `Slot`) is used only while
@@ -44,14 +44,25 @@ struct SuiteContents: Sendable {
     /// The sequence number of the last record applied.
     private(set) var lastSequence: UInt64 = 0
 
-    subscript(key: String) -> SuiteValue? { entries[key]?.value }
+    /// The value stored for `key`, spelled in any normalization form.
+    subscript(key: String) -> SuiteValue? { entry(forKey: key)?.value }
 
-    /// The value and size stored for `key`.
-    func entry(forKey key: String) -> Entry? { entries[key] }
+    /// The value and size stored for `key`, spelled in any normalization form.
+    func entry(forKey key: String) -> Entry? {
+        if let entry = entries[key] { return entry }
+        return KeyTable.nfcTwin(of: key).flatMap { entries[$0] }
+    }
 
     var count: Int { entries.count }
 
-    var values: [String: SuiteValue] { entries.mapValues(\.value) }
+    var values: [String: SuiteValue] { mapEntries(\.value) }
+
+    /// Every entry, transformed, by key.
+    func mapEntries<T>(_ transform: (Entry) -> T) -> [String: T] {
+        var result: [String: T] = .init(minimumCapacity: entries.count)
+        entries.forEach { key, entry in result[key] = transform(entry) }
+        return result
+    }
 
     /// Whether one operation would change the contents (as stored: `-0.0` over `0.0`
     /// is a change), and the live size after it: the single write, the most common
@@ -72,15 +83,15 @@ struct SuiteContents: Sendable {
     /// Where a key is in the table, so that `set(_:forKey:size:asDefault:at:sequence:)`
     /// stores it without looking it up again.
     struct Slot {
-        fileprivate let index: Dictionary<String, Entry>.Index?
+        fileprivate let index: Int?
         fileprivate let revision: UInt64
     }
 
-    /// The value stored for `key`, and the key's slot, found in one lookup: for a
-    /// transaction that reads a key and then writes it.
+    /// The value stored for `key` (spelled in any normalization form), and the key's
+    /// slot, found in one lookup: for a transaction that reads a key and then writes it.
     func valueAndSlot(forKey key: String) -> (value: SuiteValue?, slot: Slot) {
-        let index = entries.index(forKey: key)
-        return (index.map { entries.values[$0].value }, Slot(index: index, revision: revision))
+        let index = entries.index(forKey: key) ?? KeyTable.nfcTwin(of: key).flatMap { entries.index(forKey: $0) }
+        return (index.map { entries.entry(at: $0).value }, Slot(index: index, revision: revision))
     }
 
     /// `effect(of:)` for setting `key`, with the slot of the key: `knownSlot` when it
@@ -91,7 +102,7 @@ struct SuiteContents: Sendable {
         let slot = knownSlot.flatMap { $0.revision == revision ? $0 : nil } ?? Slot(index: entries.index(forKey: key), revision: revision)
         let newSize = RecordFormat.size(ofSetting: key, valueSize: size)
         guard let index = slot.index else { return (true, liveBytes + newSize, slot) }
-        let old = entries.values[index]
+        let old = entries.entry(at: index)
         if old.value.isStored(identicallyTo: value), old.isDefault == asDefault { return (false, liveBytes, slot) }
         return (true, liveBytes - old.size + newSize, slot)
     }
@@ -104,7 +115,7 @@ struct SuiteContents: Sendable {
             var entry = Entry(value: value, size: RecordFormat.size(ofSetting: key, valueSize: size), isDefault: asDefault)
             let newSize = entry.size
             // Swapped in place: reading the old entry's size out of the table would copy it.
-            swap(&entries.values[index], &entry)
+            entries.swapEntry(at: index, with: &entry)
             liveBytes += newSize - entry.size
         } else {
             store(value, forKey: key, size: size, asDefault: asDefault)
@@ -170,7 +181,9 @@ struct SuiteContents: Sendable {
         }
         // Keys cleared at once are reported in sorted order, the same in every process.
         func rememberAll() {
-            for key in entries.keys.sorted() { remember(key, entries[key]!.value) }
+            var all: [(key: String, value: SuiteValue)] = []
+            entries.forEach { key, entry in all.append((key, entry.value)) }
+            for (key, value) in all.sorted(by: { $0.key < $1.key }) { remember(key, value) }
         }
         if record.kind == .snapshot {
             rememberAll()
@@ -254,8 +267,8 @@ struct SuiteContents: Sendable {
     mutating func finish(sequence: UInt64) {
         lastSequence = sequence
         if entries.capacity > Self.keptSpareCapacity && entries.capacity / 4 > entries.count {
-            var compact = [String: Entry](minimumCapacity: entries.count)
-            for (key, entry) in entries { compact[key] = entry }
+            var compact = KeyTable(minimumCapacity: entries.count)
+            entries.forEach { key, entry in compact.updateValue(entry, forKey: key) }
             entries = compact
         }
     }
@@ -267,7 +280,7 @@ struct SuiteContents: Sendable {
     /// crafted record that sets one key and removes all, over and over, would otherwise
     /// pay the capacity that its first keys (or `reserve(_:)`) made at every removal.
     private mutating func clear() {
-        entries = [:]
+        entries = KeyTable()
         liveBytes = 0
     }
 
@@ -275,7 +288,7 @@ struct SuiteContents: Sendable {
     func snapshot(timestamp: Int64, pid: Int32) -> Record {
         var operations: [Operation] = []
         operations.reserveCapacity(entries.count)
-        for (key, entry) in entries {
+        entries.forEach { key, entry in
             let valueSize = entry.size - RecordFormat.size(ofSetting: key, valueSize: 0)
             operations.append(.set(key: key, value: entry.value, size: valueSize, asDefault: entry.isDefault))
         }
@@ -285,12 +298,16 @@ struct SuiteContents: Sendable {
     /// The net changes from `self` to `other`, per key.
     func changes(to other: SuiteContents) -> [KeyChange] {
         var result: [KeyChange] = []
-        for (key, entry) in entries where !other[key].isStored(identicallyTo: entry.value) {
+        entries.forEach { key, entry in
             let new = other.entries[key]
-            result.append(KeyChange(key: key, oldValue: entry.value, newValue: new?.value, newValueIsDefault: new?.isDefault ?? false))
+            if !(new?.value).isStored(identicallyTo: entry.value) {
+                result.append(KeyChange(key: key, oldValue: entry.value, newValue: new?.value, newValueIsDefault: new?.isDefault ?? false))
+            }
         }
-        for (key, entry) in other.entries where entries[key] == nil {
-            result.append(KeyChange(key: key, oldValue: nil, newValue: entry.value, newValueIsDefault: entry.isDefault))
+        other.entries.forEach { key, entry in
+            if entries[key] == nil {
+                result.append(KeyChange(key: key, oldValue: nil, newValue: entry.value, newValueIsDefault: entry.isDefault))
+            }
         }
         return result
     }
