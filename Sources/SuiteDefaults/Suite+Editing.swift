@@ -16,7 +16,8 @@ extension Suite {
     ///   suite refuses, or what a write throws.
     @discardableResult
     public func renameKey(_ oldKey: String, to newKey: String) throws -> Bool {
-        try Validation.checkKey(newKey, suite: name)
+        // Normalized first, as a write does: a key's length limit holds for its NFC.
+        _ = try Validation.normalizedKey(newKey, suite: name)
         return try update { transaction in
             guard let value = transaction.storedValue(forKey: oldKey) else { return false }
             guard oldKey != newKey else { return true }

@@ -310,7 +310,8 @@ public final class Suite: SuiteWritable, Sendable {
     private func setIfAbsent<T>(
         _ make: () throws -> T, forKey key: String, encode: (T) -> SuiteValue, decode: (SuiteValue) -> T?
     ) throws -> T {
-        try Validation.checkKey(key, suite: name)
+        // Normalized first, as a write does: a key's length limit holds for its NFC.
+        _ = try Validation.normalizedKey(key, suite: name)
         func existing(_ stored: SuiteValue) throws -> T {
             guard let typed = decode(stored) else {
                 throw SuiteError(.typeMismatch, suite: name, key: key,

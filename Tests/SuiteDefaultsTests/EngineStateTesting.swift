@@ -26,6 +26,15 @@ extension EngineStateTesting {
         return value
     }
 
+    /// Committed length and data file ID set to 0 (a header the format allows: a suite
+    /// not written yet), and the generation moved on so that the process catches up.
+    func forgeNoDataFile(_ suite: String) throws {
+        let generation = try readHeaderWord(suite, at: 16)
+        try writeHeaderWord(suite, at: 24, 0)
+        try writeHeaderWord(suite, at: 32, 0)
+        try writeHeaderWord(suite, at: 16, generation &+ 2)
+    }
+
     /// Writes 8 bytes at `offset` of the suite's lock file (the shared header), as a
     /// process outside the library could.
     func writeHeaderWord(_ suite: String, at offset: off_t, _ value: UInt64) throws {

@@ -13,15 +13,6 @@ import TestSupport
 struct HeaderWithNoDataFileTests: EngineStateTesting {
     let directory = TemporaryDirectory()
 
-    /// Committed length and data file ID set to 0 (a header the format allows: a suite
-    /// not written yet), and the generation moved on so that the process catches up.
-    func forgeNoDataFile(_ suite: String) throws {
-        let generation = try readHeaderWord(suite, at: 16)
-        try writeHeaderWord(suite, at: 24, 0)
-        try writeHeaderWord(suite, at: 32, 0)
-        try writeHeaderWord(suite, at: 16, generation &+ 2)
-    }
-
     @Test func aWriterThatHoldsTheDataFileKeepsEveryValueAndWrites() throws {
         let name = "forged-writer"
         let suite = try Suite(named: name, directory: directory.url)

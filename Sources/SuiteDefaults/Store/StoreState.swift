@@ -213,11 +213,14 @@ final class StoreState: @unchecked Sendable {
             // Only a rebuild that found no data file, or an empty one, which it removes,
             // writes a header with none, and a data file is put in place under the
             // exclusive lock together with the header that names it. So a file under
-            // the data file's name now says that the header lost its fields to
-            // something done without the lock (a lock file cut while a process set
-            // its header up): trusted, it would drop every value, and the next write
-            // would find the file in its way.
-            if try dataFileExists() { return try damageFound(exclusive: exclusive) }
+            // the data file's name now, other than an empty one, says that the header
+            // lost its fields to something done without the lock (a lock file cut
+            // while a process set its header up): trusted, it would drop every value,
+            // and the next write would find the file in its way. An empty file holds
+            // nothing to drop: a writer's rebuild removes it, to make way for its
+            // write, and a reader leaves it (one that the rebuild could not remove
+            // would otherwise send every reader into a rebuild at each catch-up).
+            if try fileToRebuildFromIsInPlace(countingAnEmptyOne: exclusive) { return try damageFound(exclusive: exclusive) }
             if !view.isLoaded || view.dataFileID != 0 {
                 dataFile?.close()
                 dataFile = nil
@@ -306,10 +309,13 @@ final class StoreState: @unchecked Sendable {
         return .caughtUp
     }
 
-    /// Whether a file has the data file's name, asked of the directory.
-    private func dataFileExists() throws -> Bool {
+    /// Whether something has the data file's name that a rebuild would read (anything
+    /// but an empty regular file, which it removes), or, `countingAnEmptyOne`, anything
+    /// at all. Asked of the directory.
+    private func fileToRebuildFromIsInPlace(countingAnEmptyOne: Bool) throws -> Bool {
         do {
-            return try files.directory.status(of: files.dataName) != nil
+            guard let status = try files.directory.status(of: files.dataName) else { return false }
+            return countingAnEmptyOne || !(status.isRegularFile && status.size == 0)
         } catch {
             throw files.error(error, doing: "inspect the suite file")
         }
