@@ -135,6 +135,8 @@ struct KeyTableTests {
         #expect(reserved >= 1_000)
         for index in 0..<reserved { table.updateValue(Self.entry(index), forKey: "k\(index)") }
         #expect(table.capacity == reserved, "a reserved table grew before it was full")
+        table.updateValue(Self.entry(-1), forKey: "k0")
+        #expect(table.capacity == reserved, "replacing a key in a full table made it grow")
         table.updateValue(Self.entry(0), forKey: "one more")
         #expect(table.capacity > reserved && table.count == reserved + 1)
         #expect(KeyTable().capacity == 0 && KeyTable(minimumCapacity: 1).capacity == 6)

@@ -95,15 +95,22 @@ struct KeyTable: Sendable {
     /// Stores `entry` under `key` (in NFC); returns the entry it replaced.
     @discardableResult
     mutating func updateValue(_ entry: Entry, forKey key: String) -> Entry? {
-        if count >= capacity { grow(toHold: count + 1) }
-        let (index, found) = find(key)
-        if found {
-            var entry = entry
-            swapEntry(at: index, with: &entry)
-            return entry
+        if !buckets.isEmpty {
+            let (index, found) = find(key)
+            if found {
+                var entry = entry
+                swapEntry(at: index, with: &entry)
+                return entry
+            }
+            if count < capacity {
+                buckets[index] = Bucket(key: key, entry: entry)
+                count += 1
+                return nil
+            }
         }
-        buckets[index] = Bucket(key: key, entry: entry)
-        count += 1
+        // A new key with no room left: only then does the table grow.
+        grow(toHold: count + 1)
+        insertNew(entry, forKey: key)
         return nil
     }
 
