@@ -223,25 +223,43 @@ struct HostileRoundFourteenTests: EngineStateTesting {
         #expect(total == Self.paddedTwins.count)
     }
 
-    /// A key that another program wrote in 1,024 bytes, not in NFC, whose NFC (the
-    /// spelling the table holds, `UTF8Text.key`) is 3,072 bytes: U+1D160 decomposes to
-    /// three code points, and NFC does not compose them again. The suite reads it, but
-    /// no spelling of it can be removed or written (a write checks the NFC length), and
-    /// an export of the suite cannot be imported.
-    @Test func aCraftedKeyWhoseNFCIsLongerThanTheLimit() throws {
-        let written = String(repeating: "\u{1D160}", count: 256)
-        #expect(written.utf8.count == 1024 && UTF8Text.nfc(written).utf8.count == 3072)
-        try craft("expanding", [(.transaction, [try Self.setOperation(written, .integer(1)), try Self.setOperation("plain", .integer(2))])])
-        let suite = try open("expanding")
-        #expect(suite.integer(forKey: written) == 1)
-        let removal = Result(catching: { try suite.removeValue(forKey: written) })
-        let exported = suite.exportJSON()
-        let copy = try open("expanding-copy")
-        let imported = Result(catching: { try copy.importJSON(exported) })
-        withKnownIssue("a key read from a file is not held to the length limit after NFC (planned: such a record is damage)") {
-            #expect((try? removal.get()) != nil, "the key read from the file cannot be removed by its own spelling: \(removal)")
-            #expect((try? imported.get()) != nil, "an export of the suite is refused on import: \(imported)")
+    static let keysNoWriteMakes = [
+        "longer in NFC": String(repeating: "\u{1D160}", count: 256), "too long": String(repeating: "k", count: 1025),
+        "empty": "", "ASCII with NUL": "a\u{0}b", "non-ASCII with NUL": "\u{E9}\u{0}",
+    ]
+
+    /// Keys that no write makes, in records another program wrote: 1,024 bytes not in
+    /// NFC whose NFC (the spelling the table holds, `UTF8Text.key`) is 3,072 bytes
+    /// (U+1D160 decomposes to three code points, and NFC does not compose them again),
+    /// 1,025 ASCII bytes, an empty key, and NUL in an ASCII and a non-ASCII key. Each
+    /// makes its record damage: the suite is repaired, the record's other keys go with
+    /// it (a record is applied whole or not at all), every other record is kept, and the
+    /// suite's export imports again. (Such a key was once read, and then could not be
+    /// removed by any spelling, nor its suite's export imported.)
+    @Test(arguments: ["longer in NFC", "too long", "empty", "ASCII with NUL", "non-ASCII with NUL"])
+    func aCraftedKeyThatNoWriteMakesIsDamage(_ kind: String) throws {
+        let key = Self.keysNoWriteMakes[kind]!
+        if kind == "longer in NFC" {
+            #expect(key.utf8.count == 1024 && UTF8Text.nfc(key).utf8.count == 3072)
         }
+        let name = "crafted-" + kind.replacingOccurrences(of: " ", with: "-")
+        try craft(name, [
+            (.transaction, [try Self.setOperation("before", .integer(1))]),
+            (.transaction, [.set(key: key, value: .integer(2), size: try ValueEncoding.measure(.integer(2))),
+                            try Self.setOperation("same-record", .integer(3))]),
+            (.transaction, [try Self.setOperation("after", .integer(4))]),
+        ])
+        let recorder = DiagnosticsRecorder(directory)
+        let suite = try open(name)
+        #expect(suite.storedValues() == ["before": .integer(1), "after": .integer(4)])
+        #expect(recorder.kinds == [.repairedDamage])
+        let inspection = SuiteFileInspection(bytes: [UInt8](try Data(contentsOf: directory.url.appendingPathComponent("\(name).suite"))))
+        #expect(inspection.verdict == .intact, "the repair leaves no damage: \(inspection.verdict)")
+        let copy = try open("\(name)-copy")
+        try copy.importJSON(suite.exportJSON())
+        #expect(copy.storedValues() == suite.storedValues())
+        try suite.removeValue(forKey: "before")
+        #expect(suite.storedValues() == ["after": .integer(4)])
     }
 
     /// A key of 1,200 bytes decomposed, 800 in NFC: `set` normalizes before it checks

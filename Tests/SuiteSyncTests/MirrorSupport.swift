@@ -145,7 +145,9 @@ func converge(_ machines: [Machine], _ client: EtcdClient, prefix: String, withi
     var lastLocal: [[String: String]] = []
     try await eventually(timeout, "convergence", describe: {
         "etcd \(last.count) keys, machines \(lastLocal.map(\.count)) keys; differing: "
-            + "\(Set(last.keys).union(lastLocal.flatMap(\.keys)).filter { key in lastLocal.contains { $0[key] != last[key] } }.sorted().prefix(5))"
+            + "\(Set(last.keys).union(lastLocal.flatMap(\.keys)).filter { key in lastLocal.contains { $0[key] != last[key] } }.sorted().prefix(5)); "
+            // What each suite-sync said last, so that a failure under load can be told from a lost change.
+            + machines.map { "\($0.name): \($0.lines.suffix(4)) \($0.errors.suffix(300))" }.joined(separator: "; ")
     }) {
         last = try await etcdValues(client, prefix: prefix).values
         lastLocal = try machines.map { try $0.allValues() }

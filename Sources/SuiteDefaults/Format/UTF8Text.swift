@@ -10,7 +10,8 @@ enum UTF8Text {
         return ascii(bytes)
     }
 
-    private static func ascii(_ bytes: UnsafeRawBufferPointer) -> String {
+    /// Bytes known to be ASCII, as a string.
+    static func ascii(_ bytes: UnsafeRawBufferPointer) -> String {
         String(unsafeUninitializedCapacity: bytes.count) { string in
             UnsafeMutableRawBufferPointer(string).copyMemory(from: bytes)
             return bytes.count
