@@ -149,7 +149,14 @@ func converge(_ machines: [Machine], _ client: EtcdClient, prefix: String, withi
             // What each suite-sync said last, so that a failure under load can be told from a lost change.
             + machines.map { "\($0.name): \($0.lines.suffix(4)) \($0.errors.suffix(300))" }.joined(separator: "; ")
     }) {
-        last = try await etcdValues(client, prefix: prefix).values
+        do {
+            last = try await etcdValues(client, prefix: prefix).values
+        } catch let error as EtcdError {
+            // Asked during an election (a killed leader), every member may answer
+            // "unavailable" for a moment: the suites have not converged yet, no more.
+            guard case .unavailable = error else { throw error }
+            return false
+        }
         lastLocal = try machines.map { try $0.allValues() }
         return lastLocal.allSatisfy { $0 == last }
     }
