@@ -363,6 +363,11 @@ struct HostileRoundSevenTests {
         descriptors += [(pair[0], "socketpair")]
         close(pair[1])
         let pathOnly: CInt = 0o10000000 // O_PATH, which Glibc's module leaves out
+        // A tmpfs directory of this test's own: /dev/shm itself changes size and link
+        // count between the two calls whenever another test makes something there.
+        var template = Array("/dev/shm/suite-status-XXXXXX".utf8CString)
+        let tmpfsDirectory = try #require(mkdtemp(&template).map { String(cString: $0) })
+        defer { rmdir(tmpfsDirectory) }
         descriptors += [(inotify_init1(CInt(IN_CLOEXEC)), "inotify")]
         descriptors += [(open(base + "/file", O_RDONLY | O_CLOEXEC), "file"),
                         (open(base + "/file", pathOnly | O_CLOEXEC), "O_PATH file"),
@@ -371,7 +376,7 @@ struct HostileRoundSevenTests {
                         (open("/dev/null", O_RDWR | O_CLOEXEC), "/dev/null"),
                         (open("/proc/self/stat", O_RDONLY | O_CLOEXEC), "/proc/self/stat"),
                         (open("/proc/self/ns/pid", O_RDONLY | O_CLOEXEC), "pid namespace"),
-                        (open("/dev/shm", O_RDONLY | O_DIRECTORY | O_CLOEXEC), "tmpfs directory")]
+                        (open(tmpfsDirectory, O_RDONLY | O_DIRECTORY | O_CLOEXEC), "tmpfs directory")]
         let deleted = open(base + "/deleted", O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
         #expect(write(deleted, "abc", 3) == 3)
         #expect(unlink(base + "/deleted") == 0)

@@ -89,10 +89,11 @@ struct HostileRoundTwoTests {
         // One record: three million sets of one key, which make the table large (they are
         // counted, and the table reserved, before the record is applied), then a million
         // pairs of a set and a remove-all. Clearing the table cost its capacity each time.
+        // (Of the key "k": an empty key would make the record damage, read no further.)
         var payload: [UInt8] = []
-        payload.reserveCapacity(10 << 20)
-        for _ in 0..<3_000_000 { payload += [1, 0, 4] }
-        for _ in 0..<1_000_000 { payload += [1, 0, 4, 3] }
+        payload.reserveCapacity(17 << 20)
+        for _ in 0..<3_000_000 { payload += [1, 1, 0x6B, 4] }
+        for _ in 0..<1_000_000 { payload += [1, 1, 0x6B, 4, 3] }
         try plant(Self.record(sequence: 1, payload: payload), as: "cheap")
         // The first process sets the shared header up from a scan of the file; the
         // second reads the file as a process does whose header is valid, applying each
