@@ -262,6 +262,36 @@ struct HostileRoundFourteenTests: EngineStateTesting {
         #expect(suite.storedValues() == ["after": .integer(4)])
     }
 
+    /// The same crafted record in a suite this process may only read: it cannot repair,
+    /// so it reads around the damaged record (the records before and after it), twice,
+    /// within a deadline, and leaves the file as it was.
+    @Test(.enabled(if: getuid() == 0, "needs root, to hand the suite's files to nobody"))
+    func aReadOnlyProcessReadsAroundACraftedKey() throws {
+        let path = "/tmp/hostile-fourteen-\(getpid())-crafted-key"
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        var bytes = DataFileHeader.encode(fileID: 0x5EED)
+        let records: [[SuiteDefaults.Operation]] = [
+            [try Self.setOperation("before", .integer(1))],
+            [.set(key: "a\u{0}b", value: .integer(2), size: try ValueEncoding.measure(.integer(2)))],
+            [try Self.setOperation("after", .integer(4))],
+        ]
+        for (index, operations) in records.enumerated() {
+            bytes += RecordFormat.encode(Record(kind: .transaction, sequence: UInt64(index + 1), timestamp: 0, pid: 1, operations: operations))
+        }
+        let file = path + "/crafted.suite"
+        try Data(bytes).write(to: URL(fileURLWithPath: file))
+        #expect(chown(file, 65534, 65534) == 0 && chmod(file, 0o444) == 0)
+        #expect(chown(path, 65534, 65534) == 0 && chmod(path, 0o555) == 0)
+        for key in ["before", "after", "before"] {
+            let worker = try startWorker("get", at: URL(fileURLWithPath: path), suite: "crafted", ["key": key, "as-uid": "65534"])
+            let line = worker.waitForLine(timeout: .seconds(60)) { $0.hasPrefix("value") || $0.hasPrefix("absent") } ?? "no answer"
+            worker.expectSuccess()
+            #expect(line == "value \(key == "before" ? 1 : 4)", "\(key): \(worker.standardError)")
+        }
+        #expect(try Data(contentsOf: URL(fileURLWithPath: file)) == Data(bytes), "a read-only process changed nothing")
+    }
+
     /// A key of 1,200 bytes decomposed, 800 in NFC: `set` normalizes before it checks
     /// the length and takes it; `setIfAbsent` and `renameKey` check the spelling as
     /// given (`Validation.checkKey`, not `normalizedKey`) and refuse the same key.
