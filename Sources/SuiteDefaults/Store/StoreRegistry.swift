@@ -19,8 +19,8 @@ enum StoreRegistry {
     /// Keyed by the directory's device and inode and the suite's name, as text: a
     /// dictionary keyed by a struct of our own costs a new process a runtime
     /// conformance lookup of its own the first time it opens a suite. A String key
-    /// costs the lookup of `String: Hashable`, which every dictionary of String keys in
-    /// the process shares, and which most processes make anyway. (A list in its place,
+    /// costs the lookup of `String: Hashable`, made once for every dictionary of String
+    /// keys in the process. (A list in its place,
     /// tried, made no start faster: see Performance.md, "After the seventeenth pass".)
     private static let leases = Locked<[String: WeakLease]>([:])
 
