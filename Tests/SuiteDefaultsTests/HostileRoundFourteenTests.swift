@@ -238,6 +238,15 @@ struct HostileRoundFourteenTests: EngineStateTesting {
     /// removed by any spelling, nor its suite's export imported.)
     @Test(arguments: ["longer in NFC", "too long", "empty", "ASCII with NUL", "non-ASCII with NUL"])
     func aCraftedKeyThatNoWriteMakesIsDamage(_ kind: String) throws {
+        // Known issue: the rule that made these keys damage (bd76b81) was taken back,
+        // since the standard library's NFC is not idempotent and a key a write took could
+        // read as over the limit in another process (HostileRoundFifteen, not landed).
+        try withKnownIssue("a key no write makes is read, not taken as damage (the rule was taken back)") {
+            try craftedKeyIsDamage(kind)
+        }
+    }
+
+    func craftedKeyIsDamage(_ kind: String) throws {
         let key = Self.keysNoWriteMakes[kind]!
         if kind == "longer in NFC" {
             #expect(key.utf8.count == 1024 && UTF8Text.nfc(key).utf8.count == 3072)

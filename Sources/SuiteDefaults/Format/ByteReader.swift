@@ -86,26 +86,9 @@ struct ByteReader {
         try readText("string", UTF8Text.string)
     }
 
-    /// A record's key, in NFC (`UTF8Text.key`). A key that no write makes (empty, with a
-    /// NUL, or over the length limit in NFC) makes the record damage: a suite holding it
-    /// could neither remove nor write it, nor import its own export.
+    /// A record's key, in NFC (`UTF8Text.key`).
     mutating func readKey() throws(FormatError) -> String {
-        let start = offset
-        let bytes = try readLengthPrefixed()
-        let key: String
-        if !bytes.isEmpty && bytes.allSatisfy({ $0 &- 1 < 0x7F }) {
-            // ASCII without NUL (1...0x7F): the common key, its own NFC.
-            key = UTF8Text.ascii(bytes)
-        } else {
-            guard let text = UTF8Text.key(bytes) else { throw FormatError(reason: "key is not valid UTF-8", offset: start) }
-            if text.utf8.contains(0) { throw FormatError(reason: "key contains a NUL byte", offset: start) }
-            key = text
-        }
-        let length = key.utf8.count
-        guard length > 0, length <= Validation.maximumKeyLength else {
-            throw FormatError(reason: "key is \(length) bytes long in NFC, outside 1...\(Validation.maximumKeyLength)", offset: start)
-        }
-        return key
+        try readText("key", UTF8Text.key)
     }
 
     /// Length-prefixed text made by `decode`, which answers nil for bytes that are not

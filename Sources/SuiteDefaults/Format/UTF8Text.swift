@@ -10,8 +10,7 @@ enum UTF8Text {
         return ascii(bytes)
     }
 
-    /// Bytes known to be ASCII, as a string.
-    static func ascii(_ bytes: UnsafeRawBufferPointer) -> String {
+    private static func ascii(_ bytes: UnsafeRawBufferPointer) -> String {
         String(unsafeUninitializedCapacity: bytes.count) { string in
             UnsafeMutableRawBufferPointer(string).copyMemory(from: bytes)
             return bytes.count
