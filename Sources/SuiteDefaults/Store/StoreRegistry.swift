@@ -20,8 +20,8 @@ enum StoreRegistry {
     /// dictionary keyed by a struct of our own costs a new process a runtime
     /// conformance lookup of its own the first time it opens a suite. A String key
     /// costs the lookup of `String: Hashable`, made once for every dictionary of String
-    /// keys in the process. (A list in its place,
-    /// tried, made no start faster: see Performance.md, "After the seventeenth pass".)
+    /// keys in the process. (A list in its place, tried, made no start faster: see
+    /// Performance.md, "After the seventeenth pass".)
     private static let leases = Locked<[String: WeakLease]>([:])
 
     static func lease(named name: String, directoryPath: String, sharing: Suite.Sharing, lockTimeout: Duration?) throws -> StoreLease {
