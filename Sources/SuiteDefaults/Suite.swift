@@ -89,8 +89,8 @@ public final class Suite: SuiteWritable, Sendable {
     }
 
     /// A name or key in the form the suite stores it under: Unicode NFC, as the
-    /// standard library computes it (which a mirror must use too: Foundation's differs
-    /// for some scripts).
+    /// standard library computes it, applied until it no longer changes (which a mirror
+    /// must use too: Foundation's differs for some scripts).
     package static func normalized(_ text: String) -> String {
         Validation.normalized(text)
     }
@@ -99,7 +99,7 @@ public final class Suite: SuiteWritable, Sendable {
     ///
     /// - Throws: `SuiteError` `.invalidKey`, saying what is wrong with it.
     public static func validate(key: String) throws {
-        try Validation.checkKey(Validation.normalized(key), suite: nil)
+        _ = try Validation.normalizedKey(key, suite: nil)
     }
 
     /// The suite's data file: `NAME.suite` in its directory (absent until the first write).

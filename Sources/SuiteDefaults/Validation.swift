@@ -11,10 +11,11 @@ import Foundation
 /// decomposed as one string. Normalizing makes both spellings one suite, one file
 /// and one key, in every process.
 enum Validation {
-    /// `text` in Unicode Normalization Form C. ASCII, which most names and keys are,
-    /// is already NFC and is returned as it is, without asking Unicode's tables.
+    /// `text` in its normal form (`UTF8Text.normalForm`: Unicode NFC, applied until it
+    /// no longer changes). ASCII, which most names and keys are, is already in it and is
+    /// returned as it is, without asking Unicode's tables.
     static func normalized(_ text: String) -> String {
-        bytesOf(text).isASCII ? text : UTF8Text.nfc(text)
+        bytesOf(text).isASCII ? text : UTF8Text.normalForm(text).text
     }
 
     /// Whether `text` is all ASCII, and so its own NFC.
@@ -73,7 +74,7 @@ enum Validation {
         }
     }
 
-    /// `key` in NFC, after checking it: what every write stores under.
+    /// `key` in its normal form, after checking it: what every write stores under.
     static func normalizedKey(_ key: String, suite: String?) throws -> String {
         let scan = bytesOf(key)
         if scan.isASCII {
@@ -81,13 +82,13 @@ enum Validation {
             try checkKey(key, suite: suite, containsNUL: scan.containsNUL)
             return key
         }
-        let normalized = UTF8Text.nfc(key)
-        try checkKey(normalized, suite: suite)
-        return normalized
-    }
-
-    static func checkKey(_ key: String, suite: String?) throws {
-        try checkKey(key, suite: suite, containsNUL: bytesOf(key).containsNUL)
+        let normalized = UTF8Text.normalForm(key)
+        guard normalized.isSettled else {
+            throw SuiteError(.invalidKey, suite: suite, key: key,
+                             message: "The key has no Unicode normal form: NFC changes it again every time, so processes could read it as different keys.")
+        }
+        try checkKey(normalized.text, suite: suite, containsNUL: bytesOf(normalized.text).containsNUL)
+        return normalized.text
     }
 
     private static func checkKey(_ key: String, suite: String?, containsNUL: Bool) throws {

@@ -307,14 +307,14 @@ struct HostileRoundEightTransactionTests {
                 let value = pick(Self.values)
                 sequence += 1
                 base.apply(Record(kind: .transaction, sequence: sequence, timestamp: 0, pid: 0,
-                                  operations: [.set(key: UTF8Text.nfc(pick(Self.keys)), value: value, size: Self.size(value),
+                                  operations: [.set(key: UTF8Text.normalForm(pick(Self.keys)).text, value: value, size: Self.size(value),
                                                     asDefault: Bool.random(using: &random))]))
             }
             var model = Self.model(of: base)
             let transaction = SuiteTransaction(store: suite.store, base: base, maximumValueSize: 1 << 20)
             var log: [String] = []
             for _ in 0..<Int.random(in: 0...14, using: &random) {
-                let key = pick(Self.keys), nfc = UTF8Text.nfc(key)
+                let key = pick(Self.keys), nfc = UTF8Text.normalForm(key).text
                 switch Int.random(in: 0..<10, using: &random) {
                 case 0, 1, 2:
                     let value = pick(Self.values), asDefault = Int.random(in: 0..<4, using: &random) == 0

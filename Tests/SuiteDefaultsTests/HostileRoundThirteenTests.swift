@@ -269,8 +269,8 @@ struct HostileRoundThirteenTests: EngineStateTesting {
             try suite.update { transaction in
                 for (position, step) in script.enumerated() {
                     switch step {
-                    case .set(let key, let value): try transaction.set(value, forKey: key); staged[UTF8Text.nfc(key)] = value
-                    case .remove(let key): try transaction.removeValue(forKey: key); staged[UTF8Text.nfc(key)] = nil
+                    case .set(let key, let value): try transaction.set(value, forKey: key); staged[UTF8Text.normalForm(key).text] = value
+                    case .remove(let key): try transaction.removeValue(forKey: key); staged[UTF8Text.normalForm(key).text] = nil
                     case .clear: try transaction.removeAll(); staged = [:]
                     }
                     for key in keys where transaction.integer(forKey: key) != staged[key] {
@@ -307,7 +307,7 @@ struct HostileRoundThirteenTests: EngineStateTesting {
             do {
                 let returned: [String: SuiteValue]? = try suite.update { transaction in
                     for _ in 0..<Int.random(in: 0...40, using: &random) {
-                        let key = pick(keys), nfc = UTF8Text.nfc(key)
+                        let key = pick(keys), nfc = UTF8Text.normalForm(key).text
                         switch Int.random(in: 0..<20, using: &random) {
                         case 0..<11:
                             let value: SuiteValue = Int.random(in: 0..<3, using: &random) == 0 ? .double(-0.0) : .integer(Int.random(in: 0..<5, using: &random))
@@ -324,7 +324,7 @@ struct HostileRoundThirteenTests: EngineStateTesting {
                             log.append("clear")
                         }
                         for _ in 0..<3 {
-                            let read = pick(keys), readNFC = UTF8Text.nfc(read)
+                            let read = pick(keys), readNFC = UTF8Text.normalForm(read).text
                             let now = transaction.storedValue(forKey: read)
                             if !now.isStored(identicallyTo: staged[readNFC]) {
                                 problems.append("round \(round) after [\(log.suffix(4).joined(separator: ", "))]: \(readNFC) read \(String(describing: now)), staged \(String(describing: staged[readNFC]))")

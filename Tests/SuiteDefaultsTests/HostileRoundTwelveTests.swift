@@ -441,7 +441,7 @@ struct HostileRoundTwelveTests: EngineStateTesting {
             if actual != liveBytes(model) { problems.append("step \(step) \(log): \(what) live bytes \(actual), the model's \(liveBytes(model))") }
         }
         for step in 0..<1500 {
-            let key = pick(Self.modelKeys), nfc = UTF8Text.nfc(key)
+            let key = pick(Self.modelKeys), nfc = UTF8Text.normalForm(key).text
             var log = ""
             switch Int.random(in: 0..<12, using: &random) {
             case 0...3:
@@ -467,7 +467,7 @@ struct HostileRoundTwelveTests: EngineStateTesting {
                 var parts: [String] = []
                 try suite.update { transaction in
                     for _ in 0..<Int.random(in: 0...5, using: &random) {
-                        let key = pick(Self.modelKeys), nfc = UTF8Text.nfc(key)
+                        let key = pick(Self.modelKeys), nfc = UTF8Text.normalForm(key).text
                         switch Int.random(in: 0..<8, using: &random) {
                         case 0...3:
                             let value = pick(Self.modelValues), asDefault = Int.random(in: 0..<4, using: &random) == 0

@@ -16,7 +16,7 @@ let syntax = CommandLineSyntax(
     synopsis: ["suite-test-worker COMMAND --dir DIR --suite NAME [OPTIONS]"],
     arguments: [CommandLineArgument("COMMAND", help: """
         increment, write-keys, ack-loop, invariant-writer, invariant-reader, pause, compact,
-        hold-lock, get, try-set, set-if-absent, units-current, units-set, fork-in-transaction,
+        hold-lock, get, key-bytes, try-set, set-if-absent, units-current, units-set, fork-in-transaction,
         fork-observe, hold-lock-spawn, fork-then-hold, fork-read-while-held, many-open,
         hostile-check, units-trials, fork-pids, fork-release-observation or mangle-loop
         """)],
@@ -234,6 +234,12 @@ case "hold-lock":
 case "get":
     let key = option("key")
     Output.line(suite.storedValue(forKey: key).map { "value \($0)" } ?? "absent")
+
+case "key-bytes":
+    // Every stored key as this process holds it, its bytes in hex, sorted; then a count.
+    let keys = suite.storedValues().keys.map { $0.utf8.map { String(format: "%02x", $0) }.joined() }.sorted()
+    for key in keys { Output.line("key \(key)") }
+    Output.line("keys \(keys.count)")
 
 case "try-set":
     // Tries to store a string of SIZE bytes (or VALUE) and reports the outcome.

@@ -86,9 +86,40 @@ struct ByteReader {
         try readText("string", UTF8Text.string)
     }
 
-    /// A record's key, in NFC (`UTF8Text.key`).
+    /// A record's key, in its normal form (`UTF8Text.normalForm`, as
+    /// `Validation.normalizedKey` writes keys).
+    ///
+    /// A key in another form (written by another program, or by a library whose
+    /// normalizer differed, as Foundation's does for "\u{CCA}\u{CD5}") is read as its
+    /// normal form: the table then holds one spelling of each key, the one writes use, so
+    /// that a write to the twin does not leave the old spelling with the new size (which
+    /// a compaction would then encode wrongly and trap on).
+    ///
+    /// A key that no write makes (empty, with a NUL, without a normal form, or over the
+    /// length limit in its normal form) makes the record damage: a suite holding it
+    /// could neither remove nor write it, nor import its own export. Since the normal
+    /// form is its own fixed point, every key a write stores passes this check in every
+    /// process, and so does every key a compaction writes from the table.
     mutating func readKey() throws(FormatError) -> String {
-        try readText("key", UTF8Text.key)
+        let start = offset
+        let bytes = try readLengthPrefixed()
+        func damage(_ why: String) -> FormatError { FormatError(reason: "key \(why)", offset: start) }
+        let key: String
+        if !bytes.isEmpty && bytes.allSatisfy({ $0 &- 1 < 0x7F }) {
+            // ASCII without NUL (bytes 1...0x7F), the common key, is its own normal form.
+            key = UTF8Text.ascii(bytes)
+        } else {
+            guard let text = UTF8Text.string(bytes) else { throw damage("is not valid UTF-8") }
+            let form = UTF8Text.normalForm(text)
+            guard form.isSettled else { throw damage("has no normal form: NFC changes it every time") }
+            if form.text.utf8.contains(0) { throw damage("contains a NUL byte") }
+            key = form.text
+        }
+        let length = key.utf8.count
+        guard length > 0, length <= Validation.maximumKeyLength else {
+            throw damage("is \(length) bytes long in its normal form, outside 1...\(Validation.maximumKeyLength)")
+        }
+        return key
     }
 
     /// Length-prefixed text made by `decode`, which answers nil for bytes that are not

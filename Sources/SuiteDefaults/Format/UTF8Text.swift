@@ -10,32 +10,40 @@ enum UTF8Text {
         return ascii(bytes)
     }
 
-    private static func ascii(_ bytes: UnsafeRawBufferPointer) -> String {
+    /// Bytes known to be ASCII, as a string.
+    static func ascii(_ bytes: UnsafeRawBufferPointer) -> String {
         String(unsafeUninitializedCapacity: bytes.count) { string in
             UnsafeMutableRawBufferPointer(string).copyMemory(from: bytes)
             return bytes.count
         }
     }
 
-    /// `text` in Unicode NFC, the standard library's, the one its String comparison
-    /// uses (Foundation's `precomposedStringWithCanonicalMapping` is not in
-    /// FoundationEssentials, and differs for some scripts).
-    static func nfc(_ text: String) -> String {
-        String(decoding: text._nfcCodeUnits, as: UTF8.self)
+    /// `text` in the store's normal form: Unicode NFC as the standard library computes
+    /// it (the one its String comparison uses; Foundation's
+    /// `precomposedStringWithCanonicalMapping` is not in FoundationEssentials, and
+    /// differs for some scripts), applied again until it no longer changes.
+    ///
+    /// Once is not enough: the standard library's NFC is not idempotent after some
+    /// marks (U+0F73, U+0F75, U+0F81), so a key stored in NFC could be normalized to
+    /// other bytes by the process reading it, which then held the key under a spelling
+    /// the writer could not find. A normal form that is its own fixed point reads back
+    /// as the bytes it was stored as. `isSettled` is false when it still changed after
+    /// `normalizationLimit` rounds (every string tried settles after two): such text
+    /// has no normal form, and a key without one is refused.
+    static func normalForm(_ text: String) -> (text: String, isSettled: Bool) {
+        var form = nfcOnce(text)
+        for _ in 1..<normalizationLimit {
+            let next = nfcOnce(form)
+            if next.utf8.elementsEqual(form.utf8) { return (form, true) }
+            form = next
+        }
+        return (form, false)
     }
 
-    /// A key as these bytes spell it, in NFC (`nfc`, as `Validation.normalized` writes
-    /// keys), or nil when they are not valid UTF-8.
-    ///
-    /// A key in another form (written by another program, or by a library whose
-    /// normalizer differed, as Foundation's does for "\u{CCA}\u{CD5}") is read as its
-    /// NFC twin: the table then holds one spelling of each key, the one writes use, so
-    /// that a write to the twin does not leave the old spelling with the new size
-    /// (which a compaction would then encode wrongly and trap on).
-    static func key(_ bytes: UnsafeRawBufferPointer) -> String? {
-        guard bytes.allSatisfy({ $0 < 0x80 }) else {
-            return String(validating: bytes, as: UTF8.self).map(nfc)
-        }
-        return ascii(bytes)
+    /// How many rounds of NFC `normalForm` applies before it calls text unsettled.
+    static let normalizationLimit = 4
+
+    private static func nfcOnce(_ text: String) -> String {
+        String(decoding: text._nfcCodeUnits, as: UTF8.self)
     }
 }

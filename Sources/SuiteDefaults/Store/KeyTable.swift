@@ -47,10 +47,10 @@ struct KeyTable: Sendable {
 
     // MARK: Looking up
 
-    /// `text` in NFC, for a second lookup after a miss; nil when `text` is ASCII,
-    /// which is its own NFC.
+    /// `text` in its normal form, for a second lookup after a miss; nil when `text` is
+    /// ASCII, which is its own normal form.
     static func nfcTwin(of text: String) -> String? {
-        Validation.isASCII(text) ? nil : UTF8Text.nfc(text)
+        Validation.isASCII(text) ? nil : UTF8Text.normalForm(text).text
     }
 
     /// The entry stored under `key`, as spelled (see `nfcTwin(of:)`).
