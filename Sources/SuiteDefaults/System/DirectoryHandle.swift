@@ -9,7 +9,7 @@ struct DirectoryIdentity: Hashable, Sendable {
 /// An open directory through which every file of a suite is reached with the `*at`
 /// calls, so that a name can never lead out of it. Closed when the last owner lets
 /// go of it (a store's state, and the state that replaces it after a fork).
-final class DirectoryHandle: Sendable {
+package final class DirectoryHandle: Sendable {
     let descriptor: FileDescriptor
     /// The directory's path, as it was opened.
     let path: String
@@ -22,7 +22,7 @@ final class DirectoryHandle: Sendable {
         self.status = status
     }
 
-    static func open(path: String) throws -> DirectoryHandle {
+    package static func open(path: String) throws -> DirectoryHandle {
         let fd = try FileDescriptor.open(path, in: nil, flags: O_RDONLY | O_DIRECTORY, pathForErrors: path)
         do {
             return DirectoryHandle(descriptor: fd, path: path, status: try fd.status(path: path))
@@ -76,7 +76,7 @@ final class DirectoryHandle: Sendable {
         _ = try retryingInterrupts("unlinkat", path: pathOf(name)) { unlinkat(descriptor.rawValue, name, 0) }
     }
 
-    func synchronize() throws {
+    package func synchronize() throws {
         try descriptor.synchronize(path: path)
     }
 

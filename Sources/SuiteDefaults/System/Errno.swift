@@ -2,13 +2,13 @@ import Glibc
 
 /// An `errno` value, by name, as `Errno` in swift-system: so that code outside
 /// System/ tells failures apart without importing Glibc.
-struct Errno: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
-    let rawValue: CInt
+package struct Errno: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    package let rawValue: CInt
 
-    init(rawValue: CInt) { self.rawValue = rawValue }
+    package init(rawValue: CInt) { self.rawValue = rawValue }
 
     static let notPermitted = Errno(rawValue: EPERM)
-    static let noSuchFileOrDirectory = Errno(rawValue: ENOENT)
+    package static let noSuchFileOrDirectory = Errno(rawValue: ENOENT)
     static let interrupted = Errno(rawValue: EINTR)
     static let noSuchAddressOrDevice = Errno(rawValue: ENXIO)
     static let permissionDenied = Errno(rawValue: EACCES)
@@ -16,18 +16,18 @@ struct Errno: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
     static let operationNotSupportedByDevice = Errno(rawValue: ENODEV)
     static let notDirectory = Errno(rawValue: ENOTDIR)
     static let isDirectory = Errno(rawValue: EISDIR)
-    static let fileTooLarge = Errno(rawValue: EFBIG)
+    package static let fileTooLarge = Errno(rawValue: EFBIG)
     static let noSpace = Errno(rawValue: ENOSPC)
     static let readOnlyFileSystem = Errno(rawValue: EROFS)
-    static let tooManySymbolicLinkLevels = Errno(rawValue: ELOOP)
+    package static let tooManySymbolicLinkLevels = Errno(rawValue: ELOOP)
     /// `EOPNOTSUPP` (the same number as `ENOTSUP` on Linux).
     static let notSupported = Errno(rawValue: EOPNOTSUPP)
     static let diskQuotaExceeded = Errno(rawValue: EDQUOT)
 
     /// The operating system's text for it (`strerror`).
-    var systemReason: String { String(cString: strerror(rawValue)) }
+    package var systemReason: String { String(cString: strerror(rawValue)) }
 
-    var description: String { systemReason }
+    package var description: String { systemReason }
 }
 
 extension SystemCallError {
@@ -37,7 +37,7 @@ extension SystemCallError {
     }
 
     /// `errno`, by name.
-    var code: Errno { Errno(rawValue: errno) }
+    package var code: Errno { Errno(rawValue: errno) }
 
     /// Whether the call failed with one of `codes`.
     func failed(with codes: Errno...) -> Bool { codes.contains(code) }

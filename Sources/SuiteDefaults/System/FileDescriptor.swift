@@ -2,8 +2,8 @@ import Glibc
 
 /// A thin wrapper over an open file descriptor. Closing is explicit: the owner of
 /// the descriptor decides when it ends, as with `FileDescriptor` in swift-system.
-struct FileDescriptor: Hashable, Sendable {
-    let rawValue: CInt
+package struct FileDescriptor: Hashable, Sendable {
+    package let rawValue: CInt
 
     /// Opens `name` relative to `directory` (or the working directory when nil).
     ///
@@ -11,7 +11,7 @@ struct FileDescriptor: Hashable, Sendable {
     /// in a program it starts; `O_NONBLOCK`, so a FIFO planted where a file should
     /// be is refused rather than waited on (it does nothing to regular files); and
     /// `O_NOCTTY`.
-    static func open(
+    package static func open(
         _ name: String, in directory: FileDescriptor?, flags: CInt, mode: mode_t = 0, pathForErrors: String
     ) throws -> FileDescriptor {
         let fd = try retryingInterrupts("open", path: pathForErrors) {
@@ -20,17 +20,17 @@ struct FileDescriptor: Hashable, Sendable {
         return FileDescriptor(rawValue: fd)
     }
 
-    func close() {
+    package func close() {
         // Linux releases the descriptor even when close reports EINTR, so never retry.
         _ = Glibc.close(rawValue)
     }
 
-    func status(path: String? = nil) throws -> FileStatus {
+    package func status(path: String? = nil) throws -> FileStatus {
         try FileStatus.read(descriptor: rawValue, pathForErrors: path)
     }
 
     /// Reads up to `buffer.count` bytes at `offset`; fewer only at the end of the file.
-    func read(into buffer: UnsafeMutableRawBufferPointer, at offset: Int, path: String? = nil)
+    package func read(into buffer: UnsafeMutableRawBufferPointer, at offset: Int, path: String? = nil)
         throws -> Int
     {
         var done = 0
@@ -90,7 +90,7 @@ struct FileDescriptor: Hashable, Sendable {
     }
 
     /// Writes all of `bytes` at `offset`, or throws; a short write is continued.
-    func write(_ bytes: UnsafeRawBufferPointer, at offset: Int, path: String? = nil) throws {
+    package func write(_ bytes: UnsafeRawBufferPointer, at offset: Int, path: String? = nil) throws {
         try checkFileSizeLimit(offset + bytes.count, call: "pwrite", path: path)
         var done = 0
         while done < bytes.count {
@@ -118,12 +118,12 @@ struct FileDescriptor: Hashable, Sendable {
     }
 
     /// `fdatasync`: the data and the metadata needed to read it back reach the disk.
-    func synchronizeData(path: String? = nil) throws {
+    package func synchronizeData(path: String? = nil) throws {
         _ = try retryingInterrupts("fdatasync", path: path) { fdatasync(rawValue) }
     }
 
     /// `fsync`, for directories, where a rename or a new name must reach the disk.
-    func synchronize(path: String? = nil) throws {
+    package func synchronize(path: String? = nil) throws {
         _ = try retryingInterrupts("fsync", path: path) { fsync(rawValue) }
     }
 
@@ -131,7 +131,7 @@ struct FileDescriptor: Hashable, Sendable {
         _ = try retryingInterrupts("fchmod", path: path) { fchmod(rawValue, mode) }
     }
 
-    enum LockKind {
+    package enum LockKind {
         case shared, exclusive
         var operation: CInt { self == .shared ? LOCK_SH : LOCK_EX }
     }
@@ -139,7 +139,7 @@ struct FileDescriptor: Hashable, Sendable {
     /// `flock` without waiting: whether the lock was granted. Locks belong to the
     /// open file description, so threads of one process need their own exclusion as
     /// well, and a forked child must open the file again to have locks of its own.
-    func tryLock(_ kind: LockKind, path: String? = nil) throws -> Bool {
+    package func tryLock(_ kind: LockKind, path: String? = nil) throws -> Bool {
         while true {
             if flock(rawValue, kind.operation | LOCK_NB) == 0 { return true }
             switch errno {

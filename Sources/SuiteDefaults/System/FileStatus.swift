@@ -2,13 +2,13 @@ import CSuiteDefaults
 import Glibc
 
 /// The parts of `struct stat` the store looks at.
-struct FileStatus: Equatable, Sendable {
-    var device: UInt64
-    var inode: UInt64
+package struct FileStatus: Equatable, Sendable {
+    package var device: UInt64
+    package var inode: UInt64
     var mode: UInt32
     var owner: UInt32
     var group: UInt32
-    var size: Int
+    package var size: Int
     var linkCount: Int
     /// The disk space allocated to the file (st_blocks are 512-byte units).
     var allocatedBytes: Int
@@ -42,7 +42,7 @@ struct FileStatus: Equatable, Sendable {
         return FileStatus(raw)
     }
 
-    var isRegularFile: Bool { mode & UInt32(S_IFMT) == UInt32(S_IFREG) }
+    package var isRegularFile: Bool { mode & UInt32(S_IFMT) == UInt32(S_IFREG) }
     var isDirectory: Bool { mode & UInt32(S_IFMT) == UInt32(S_IFDIR) }
     var isSymbolicLink: Bool { mode & UInt32(S_IFMT) == UInt32(S_IFLNK) }
     var permissions: UInt32 { mode & 0o7777 }

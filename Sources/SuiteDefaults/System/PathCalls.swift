@@ -7,7 +7,7 @@ extension FileStatus {
     /// The status of what `path` names: `stat`, or with `followingLinks: false`,
     /// `lstat` (a symbolic link's own status). Throws `SystemCallError` (ENOENT when
     /// there is nothing).
-    static func of(path: String, followingLinks: Bool) throws -> FileStatus {
+    package static func of(path: String, followingLinks: Bool) throws -> FileStatus {
         try FileStatus.read(directory: AT_FDCWD, path: path, flags: followingLinks ? 0 : AT_SYMLINK_NOFOLLOW,
                             call: followingLinks ? "stat" : "lstat", pathForErrors: path)
     }
@@ -24,5 +24,16 @@ extension DirectoryHandle {
     /// aside.
     static func setPermissions(ofPath path: String, _ permissions: FilePermissions) throws {
         _ = try retryingInterrupts("chmod", path: path) { chmod(path, permissions.rawValue) }
+    }
+
+    /// `unlink` of a path (a symbolic link itself, not what it names). Throws
+    /// `SystemCallError` (ENOENT when there is nothing).
+    package static func removeFile(atPath path: String) throws {
+        _ = try retryingInterrupts("unlink", path: path) { unlink(path) }
+    }
+
+    /// `rename` of a path over another, atomically replacing what `to` names.
+    package static func rename(atPath from: String, to: String) throws {
+        _ = try retryingInterrupts("rename", path: to) { Glibc.rename(from, to) }
     }
 }

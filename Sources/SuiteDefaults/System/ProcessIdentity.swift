@@ -2,10 +2,10 @@ import CSuiteDefaults
 import Glibc
 
 /// Who this process is: its ID, and the user and groups it acts as.
-enum ProcessIdentity {
+package enum ProcessIdentity {
     /// `getpid()`, asked once and again after a fork (through the fork handler of
     /// `ForkEpoch`), since it is a system call and every commit needs it.
-    static var id: Int32 { sd_process_id() }
+    package static var id: Int32 { sd_process_id() }
 
     /// The calling thread, as a number to compare.
     static var thread: UInt { UInt(bitPattern: Int(bitPattern: UInt(pthread_self()))) }

@@ -4,12 +4,18 @@ import Glibc
 ///
 /// This stays inside the module; the public surface turns it into a `SuiteError`
 /// that says what the user can do about it.
-struct SystemCallError: Error, CustomStringConvertible {
-    var call: String
-    var path: String?
-    var errno: Int32
+package struct SystemCallError: Error, CustomStringConvertible {
+    package var call: String
+    package var path: String?
+    package var errno: Int32
 
-    var description: String {
+    package init(call: String, path: String? = nil, errno: Int32) {
+        self.call = call
+        self.path = path
+        self.errno = errno
+    }
+
+    package var description: String {
         let reason = String(cString: strerror(errno))
         if let path { return "\(call) \(path): \(reason)" }
         return "\(call): \(reason)"
@@ -19,7 +25,7 @@ struct SystemCallError: Error, CustomStringConvertible {
 /// Runs `body` until it stops failing with `EINTR`, and returns its result or the
 /// `errno` of a real failure.
 @inline(__always)
-func retryingInterrupts<Result: FixedWidthInteger>(
+package func retryingInterrupts<Result: FixedWidthInteger>(
     _ call: String, path: String? = nil, _ body: () -> Result
 ) throws -> Result {
     while true {

@@ -2,6 +2,7 @@ import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
+import SuiteDefaults
 import Synchronization
 
 /// HTTP/1.1 over TCP, and over TLS (OpenSSL, see `TLSLibrary`) for `https://` endpoints.
@@ -40,7 +41,7 @@ struct SocketFailure: Error, Sendable {
 /// One exchange on one connection; `cancel()` ends it from any thread.
 final class SocketExchange: HTTPExchangeHandle, Sendable {
     private struct State {
-        var descriptor: CInt = -1
+        var socket: StreamSocket?
         var cancelled = false
     }
 
@@ -49,7 +50,7 @@ final class SocketExchange: HTTPExchangeHandle, Sendable {
     func cancel() {
         state.withLock { state in
             state.cancelled = true
-            if state.descriptor >= 0 { shutdown(state.descriptor, Int32(SHUT_RDWR)) }
+            state.socket?.shutdown()
         }
     }
 
@@ -57,18 +58,18 @@ final class SocketExchange: HTTPExchangeHandle, Sendable {
 
     func run(_ request: HTTPRequest, tls: TLSContext?, _ handler: any HTTPTaskHandler) {
         do {
-            let descriptor = try connect(to: request.url, timeout: request.connectTimeout)
+            let socket = try connect(to: request.url, timeout: request.connectTimeout)
             defer {
-                state.withLock { $0.descriptor = -1 }
-                Glibc.close(descriptor)
+                state.withLock { $0.socket = nil }
+                socket.close()
             }
-            var channel = Channel.plain(descriptor)
+            var channel = Channel.plain(socket)
             if request.url.scheme?.lowercased() == "https" {
                 guard let tls else { throw SocketFailure(text: "https without TLS") }
                 // The handshake blocks: bound it, then bound each read by the idle timeout.
-                Self.setTimeouts(descriptor, request.connectTimeout)
-                channel = .tls(try TLSConnection(over: descriptor, host: request.url.host ?? "", context: tls), descriptor)
-                Self.setTimeouts(descriptor, request.idleTimeout ?? .zero)
+                socket.setTimeouts(request.connectTimeout)
+                channel = .tls(try TLSConnection(over: socket.descriptor, host: request.url.host ?? "", context: tls), socket)
+                socket.setTimeouts(request.idleTimeout ?? .zero)
             }
             try send(Self.head(of: request) + request.body, on: channel)
             try receive(on: channel, idleTimeout: request.idleTimeout, handler)
@@ -80,26 +81,38 @@ final class SocketExchange: HTTPExchangeHandle, Sendable {
 
     /// A connection's byte stream: the socket itself, or TLS over it.
     enum Channel {
-        case plain(CInt)
-        case tls(TLSConnection, CInt)
+        case plain(StreamSocket)
+        case tls(TLSConnection, StreamSocket)
 
-        var descriptor: CInt {
+        var socket: StreamSocket {
             switch self {
-            case .plain(let descriptor), .tls(_, let descriptor): descriptor
+            case .plain(let socket), .tls(_, let socket): socket
             }
         }
 
-        func read(into buffer: UnsafeMutableRawBufferPointer) -> Int {
+        /// How many bytes were read into `buffer`, 0 at the end; nil when it failed.
+        func read(into buffer: UnsafeMutableRawBufferPointer) -> Int? {
             switch self {
-            case .plain(let descriptor): recv(descriptor, buffer.baseAddress, buffer.count, 0)
-            case .tls(let connection, _): connection.read(into: buffer)
+            case .plain(let socket): return try? socket.receive(into: buffer)
+            case .tls(let connection, _):
+                while true {
+                    let count = connection.read(into: buffer)
+                    if count < 0 && errno == EINTR { continue }
+                    return count < 0 ? nil : count
+                }
             }
         }
 
-        func write(_ bytes: UnsafeRawBufferPointer) -> Int {
+        /// How many of `bytes` were written; nil when it failed.
+        func write(_ bytes: UnsafeRawBufferPointer) -> Int? {
             switch self {
-            case .plain(let descriptor): Glibc.send(descriptor, bytes.baseAddress, bytes.count, Int32(MSG_NOSIGNAL))
-            case .tls(let connection, _): connection.write(bytes)
+            case .plain(let socket): return try? socket.send(bytes)
+            case .tls(let connection, _):
+                while true {
+                    let count = connection.write(bytes)
+                    if count < 0 && errno == EINTR { continue }
+                    return count <= 0 ? nil : count
+                }
             }
         }
 
@@ -107,14 +120,6 @@ final class SocketExchange: HTTPExchangeHandle, Sendable {
         var hasPendingBytes: Bool {
             if case .tls(let connection, _) = self { connection.hasPendingBytes } else { false }
         }
-    }
-
-    /// Bounds each blocking send and receive on `descriptor` (zero: no bound).
-    static func setTimeouts(_ descriptor: CInt, _ timeout: Duration) {
-        let (seconds, attoseconds) = timeout.components
-        var value = timeval(tv_sec: Int(seconds), tv_usec: Int(attoseconds / 1_000_000_000_000))
-        setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &value, socklen_t(MemoryLayout<timeval>.size))
-        setsockopt(descriptor, SOL_SOCKET, SO_SNDTIMEO, &value, socklen_t(MemoryLayout<timeval>.size))
     }
 
     static func head(of request: HTTPRequest) -> Data {
@@ -130,75 +135,55 @@ final class SocketExchange: HTTPExchangeHandle, Sendable {
 
     // MARK: Connecting
 
-    private func connect(to url: URL, timeout: Duration) throws -> CInt {
+    private func connect(to url: URL, timeout: Duration) throws -> StreamSocket {
         guard let host = url.host, let port = url.port ?? (url.scheme == "http" ? 80 : nil) else {
             throw SocketFailure(text: "no host or port")
         }
-        var hints = addrinfo()
-        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
-        hints.ai_flags = AI_NUMERICSERV
-        var found: UnsafeMutablePointer<addrinfo>?
-        guard getaddrinfo(host, String(port), &hints, &found) == 0, let first = found else {
+        guard let addresses = StreamSocket.addresses(of: host, port: port), !addresses.isEmpty else {
             throw SocketFailure(text: "host not found")
         }
-        defer { freeaddrinfo(found) }
         let deadline = ContinuousClock.now + timeout
         var lastFailure = SocketFailure(text: "connection refused")
-        var address: UnsafeMutablePointer<addrinfo>? = first
-        while let current = address {
-            address = current.pointee.ai_next
-            let descriptor = socket(current.pointee.ai_family, current.pointee.ai_socktype | Int32(SOCK_CLOEXEC.rawValue),
-                                    current.pointee.ai_protocol)
-            guard descriptor >= 0 else { continue }
+        for address in addresses {
+            guard let socket = try? StreamSocket.open(for: address) else { continue }
             let registered = state.withLock { state -> Bool in
                 guard !state.cancelled else { return false }
-                state.descriptor = descriptor
+                state.socket = socket
                 return true
             }
             guard registered else {
-                Glibc.close(descriptor)
+                socket.close()
                 throw SocketFailure(text: "cancelled")
             }
             do {
-                try connect(descriptor, current.pointee.ai_addr, current.pointee.ai_addrlen, deadline: deadline)
-                var one: CInt = 1
-                setsockopt(descriptor, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<CInt>.size))
-                return descriptor
-            } catch let failure as SocketFailure {
-                lastFailure = failure
-                state.withLock { $0.descriptor = -1 }
-                Glibc.close(descriptor)
+                if try !socket.beginConnecting(to: address) {
+                    try wait(until: .writable, on: socket, until: deadline, what: "no connection in time")
+                    try socket.finishConnecting()
+                }
+                socket.sendWithoutDelay()
+                return socket
+            } catch {
+                lastFailure = (error as? SocketFailure) ?? SocketFailure(text: Self.connectFailure(error))
+                state.withLock { $0.socket = nil }
+                socket.close()
             }
         }
         throw lastFailure
     }
 
-    private func connect(_ descriptor: CInt, _ address: UnsafeMutablePointer<sockaddr>?, _ length: socklen_t,
-                         deadline: ContinuousClock.Instant) throws {
-        let flags = fcntl(descriptor, F_GETFL)
-        _ = fcntl(descriptor, F_SETFL, flags | O_NONBLOCK)
-        if Glibc.connect(descriptor, address, length) != 0 {
-            guard errno == EINPROGRESS else { throw SocketFailure(text: Self.connectFailure(errno)) }
-            try wait(for: Int16(POLLOUT), on: descriptor, until: deadline, what: "no connection in time")
-            var error: CInt = 0
-            var size = socklen_t(MemoryLayout<CInt>.size)
-            getsockopt(descriptor, SOL_SOCKET, SO_ERROR, &error, &size)
-            guard error == 0 else { throw SocketFailure(text: Self.connectFailure(error)) }
-        }
-        _ = fcntl(descriptor, F_SETFL, flags)
-    }
-
-    private static func connectFailure(_ code: CInt) -> String {
-        switch code {
-        case ECONNREFUSED: "connection refused"
-        case ETIMEDOUT: "connection timed out"
-        case ENETUNREACH, EHOSTUNREACH: "unreachable"
-        default: "connect: \(String(cString: strerror(code)))"
+    private static func connectFailure(_ error: any Error) -> String {
+        guard let failure = error as? SystemCallError else { return "connect: \(error)" }
+        switch failure.errno {
+        case ECONNREFUSED: return "connection refused"
+        case ETIMEDOUT: return "connection timed out"
+        case ENETUNREACH, EHOSTUNREACH: return "unreachable"
+        default: return "\(failure.call): \(failure.code)"
         }
     }
 
-    /// Waits until `events` happen on `descriptor`, in slices that notice a cancel.
-    private func wait(for events: Int16, on descriptor: CInt, until deadline: ContinuousClock.Instant?, what: String) throws {
+    /// Waits until `socket` is `readiness`, in slices that notice a cancel.
+    private func wait(until readiness: StreamSocket.Readiness, on socket: StreamSocket, until deadline: ContinuousClock.Instant?,
+                      what: String) throws {
         while true {
             if isCancelled { throw SocketFailure(text: "cancelled") }
             var slice: Int32 = 100
@@ -207,10 +192,11 @@ final class SocketExchange: HTTPExchangeHandle, Sendable {
                 guard left > .zero else { throw SocketFailure(text: what) }
                 slice = min(slice, Int32(max(1, left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000)))
             }
-            var poller = pollfd(fd: descriptor, events: events, revents: 0)
-            let ready = poll(&poller, 1, slice)
-            if ready > 0 { return }
-            if ready < 0 && errno != EINTR { throw SocketFailure(text: "poll: \(String(cString: strerror(errno)))") }
+            do {
+                if try socket.wait(until: readiness, milliseconds: slice) { return }
+            } catch {
+                throw SocketFailure(text: "\(error)")
+            }
         }
     }
 
@@ -220,8 +206,7 @@ final class SocketExchange: HTTPExchangeHandle, Sendable {
         var offset = data.startIndex
         while offset < data.endIndex {
             let sent = data[offset...].withUnsafeBytes { channel.write($0) }
-            if sent < 0 && errno == EINTR { continue }
-            guard sent > 0 else { throw SocketFailure(text: isCancelled ? "cancelled" : "connection lost while sending") }
+            guard let sent, sent > 0 else { throw SocketFailure(text: isCancelled ? "cancelled" : "connection lost while sending") }
             offset += sent
         }
     }
@@ -233,12 +218,10 @@ final class SocketExchange: HTTPExchangeHandle, Sendable {
         var buffer = [UInt8](repeating: 0, count: 65536)
         while true {
             if !channel.hasPendingBytes {
-                try wait(for: Int16(POLLIN), on: channel.descriptor, until: idleTimeout.map { ContinuousClock.now + $0 },
+                try wait(until: .readable, on: channel.socket, until: idleTimeout.map { ContinuousClock.now + $0 },
                          what: "no data in time")
             }
-            let count = buffer.withUnsafeMutableBytes { channel.read(into: $0) }
-            if count < 0 && errno == EINTR { continue }
-            if count < 0 {
+            guard let count = buffer.withUnsafeMutableBytes({ channel.read(into: $0) }) else {
                 // TLS reports a close without close_notify as an error: after a whole body, it is the end.
                 if case .tls = channel, parser.endOfStream() { return }
                 throw SocketFailure(text: isCancelled ? "cancelled" : "connection lost")

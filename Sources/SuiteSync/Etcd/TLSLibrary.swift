@@ -2,6 +2,7 @@ import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
+import SuiteDefaults
 
 /// OpenSSL's libssl, loaded at run time with `dlopen`, so that the package still builds
 /// with nothing but the toolchain. It gives `https://` endpoints a TLS client that
@@ -36,11 +37,10 @@ struct TLSLibrary: @unchecked Sendable {
     static let shared: TLSLibrary? = load()
 
     private static func load() -> TLSLibrary? {
-        let handle = dlopen("libssl.so.3", RTLD_NOW | RTLD_LOCAL) ?? dlopen("libssl.so", RTLD_NOW | RTLD_LOCAL)
-        guard let handle else { return nil }
+        guard let library = DynamicLibrary("libssl.so.3", "libssl.so") else { return nil }
         // libcrypto's functions are found through libssl's handle, which depends on it.
         func symbol<T>(_ name: String, as type: T.Type) -> T? {
-            dlsym(handle, name).map { unsafeBitCast($0, to: type) }
+            library.symbol(name, as: type)
         }
         guard let clientMethod = symbol("TLS_client_method", as: (@convention(c) () -> OpaquePointer?).self),
               let newContext = symbol("SSL_CTX_new", as: (@convention(c) (OpaquePointer?) -> OpaquePointer?).self),

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+@_spi(Tools) import SuiteDefaults
 
 /// A mirror's state file, held open and locked for as long as the mirror runs, so
 /// that no second mirror of the same suite, prefix and directory (another
@@ -34,21 +35,21 @@ final class DurableFile {
             self.detail = detail
         }
 
-        var description: String { "cannot \(action) \(path): \(detail ?? String(cString: strerror(code)))" }
+        var description: String { "cannot \(action) \(path): \(detail ?? Errno(rawValue: code).systemReason)" }
     }
 
     let path: String
     let temporaryPath: String
-    private var descriptor: Int32
+    private var descriptor: FileDescriptor
 
-    private init(path: String, temporaryPath: String, descriptor: Int32) {
+    private init(path: String, temporaryPath: String, descriptor: FileDescriptor) {
         self.path = path
         self.temporaryPath = temporaryPath
         self.descriptor = descriptor
     }
 
     deinit {
-        if descriptor >= 0 { Glibc.close(descriptor) }
+        descriptor.close()
     }
 
     /// Opens the file at `path`, creating it empty when absent, and locks it. Returns
@@ -62,13 +63,9 @@ final class DurableFile {
             let descriptor = try openWithoutFollowing(path, O_RDWR | O_CREAT)
             let file = DurableFile(path: path, temporaryPath: temporaryPath, descriptor: descriptor)
             let status = try regularFileStatus(of: descriptor, path: path)
-            if flock(descriptor, LOCK_EX | LOCK_NB) != 0 {
-                let code = errno
-                if code == EWOULDBLOCK {
-                    throw Failure(action: "lock", path: path, code: code,
-                                  detail: "another suite-sync mirrors this suite under this prefix from this directory")
-                }
-                throw Failure(action: "lock", path: path, code: code)
+            guard try attempt("lock", path, { try descriptor.tryLock(.exclusive) }) else {
+                throw Failure(action: "lock", path: path, code: EWOULDBLOCK,
+                              detail: "another suite-sync mirrors this suite under this prefix from this directory")
             }
             guard (try? isAtItsPath(descriptor, path: path)) == true else {
                 continue  // Replaced (or removed) before we locked it: lock what is there now.
@@ -91,14 +88,20 @@ final class DurableFile {
         case false?: break
         }
         let other = try Self.openWithoutFollowing(path, O_RDONLY)
-        if flock(other, LOCK_EX | LOCK_NB) != 0 {
-            let code = errno
-            Glibc.close(other)
-            throw Failure(action: "save", path: path, code: code,
+        let locked: Bool
+        do throws(Failure) {
+            locked = try Self.attempt("save", path, { try other.tryLock(.exclusive) })
+        } catch {
+            other.close()
+            throw error
+        }
+        guard locked else {
+            other.close()
+            throw Failure(action: "save", path: path, code: EWOULDBLOCK,
                           detail: "it was replaced, and another suite-sync holds the new one; this one stops")
         }
         // Locked here until the rename replaces it; the old descriptor goes then.
-        Glibc.close(descriptor)
+        descriptor.close()
         descriptor = other
         return false
     }
@@ -108,7 +111,7 @@ final class DurableFile {
         _ = try checkStillOurs()
         let created = try Self.writeNew(data, at: path, through: temporaryPath, locked: true)
         // The new file is the state now, and locked: the old one's lock may go.
-        Glibc.close(descriptor)
+        descriptor.close()
         descriptor = created
         try Self.syncDirectory(of: path)
     }
@@ -117,68 +120,57 @@ final class DurableFile {
     /// when `locked`, and renames it over `path`; returns its descriptor, open for writing.
     /// The caller syncs the directory (`syncDirectory(of:)`) before relying on the name.
     /// A process killed at any instant leaves the old file at `path` or the new one.
-    static func writeNew(_ data: Data, at path: String, through temporary: String, locked: Bool) throws(Failure) -> Int32 {
+    static func writeNew(_ data: Data, at path: String, through temporary: String, locked: Bool) throws(Failure) -> FileDescriptor {
         // Whatever a killed mirror (or anyone) left at the temporary name goes first:
         // opening a FIFO there would block, a link would be refused.
-        if unlink(temporary) != 0 && errno != ENOENT { throw Failure(action: "remove", path: temporary, code: errno) }
-        let created = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0o600)
-        guard created >= 0 else { throw Failure(action: "create", path: temporary, code: errno) }
-        var failure: Failure?
         do {
-            try write(data, to: created, at: 0, path: temporary)
+            try DirectoryHandle.removeFile(atPath: temporary)
+        } catch let failure as SystemCallError where failure.code == .noSuchFileOrDirectory {
         } catch {
-            failure = error
+            throw failure("remove", temporary, error)
         }
-        if failure == nil && fsync(created) != 0 { failure = Failure(action: "sync", path: temporary, code: errno) }
-        // Nobody else opens the temporary name to lock it, so this never waits.
-        if failure == nil && locked && flock(created, LOCK_EX | LOCK_NB) != 0 {
-            failure = Failure(action: "lock", path: temporary, code: errno)
+        let created = try attempt("create", temporary) {
+            try FileDescriptor.open(temporary, in: nil, flags: O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode: 0o600,
+                                    pathForErrors: temporary)
         }
-        if failure == nil && rename(temporary, path) != 0 { failure = Failure(action: "rename into", path: path, code: errno) }
-        if let failure {
-            Glibc.close(created)
-            unlink(temporary)
-            throw failure
+        do throws(Failure) {
+            try write(data, to: created, at: 0, path: temporary)
+            try attempt("sync", temporary) { try created.synchronize(path: temporary) }
+            // Nobody else opens the temporary name to lock it, so this never waits.
+            if locked, try !attempt("lock", temporary, { try created.tryLock(.exclusive) }) {
+                throw Failure(action: "lock", path: temporary, code: EWOULDBLOCK)
+            }
+            try attempt("rename into", path) { try DirectoryHandle.rename(atPath: temporary, to: path) }
+        } catch {
+            created.close()
+            try? DirectoryHandle.removeFile(atPath: temporary)
+            throw error
         }
         return created
     }
 
     /// Writes all of `data` at `offset` of `descriptor` (`path` names it in errors).
-    static func write(_ data: Data, to descriptor: Int32, at offset: Int, path: String) throws(Failure) {
-        var failure: Failure?
-        data.withUnsafeBytes { bytes in
-            var done = 0
-            while done < bytes.count {
-                let written = pwrite(descriptor, bytes.baseAddress! + done, bytes.count - done, off_t(offset + done))
-                if written < 0 {
-                    if errno == EINTR { continue }
-                    failure = Failure(action: "write", path: path, code: errno)
-                    return
-                }
-                done += written
-            }
-        }
-        if let failure { throw failure }
+    static func write(_ data: Data, to descriptor: FileDescriptor, at offset: Int, path: String) throws(Failure) {
+        try attempt("write", path) { try data.withUnsafeBytes { try descriptor.write($0, at: offset, path: path) } }
     }
 
     /// Opens `path` with `flags`, neither following a symbolic link nor blocking (on a
     /// FIFO), owner-only when it creates the file.
-    static func openWithoutFollowing(_ path: String, _ flags: Int32) throws(Failure) -> Int32 {
-        let descriptor = open(path, flags | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0o600)
-        guard descriptor >= 0 else {
-            let code = errno
-            if code == ELOOP { throw Failure(action: "open", path: path, code: code, detail: "it is a symbolic link") }
-            throw Failure(action: "open", path: path, code: code)
+    static func openWithoutFollowing(_ path: String, _ flags: Int32) throws(Failure) -> FileDescriptor {
+        do {
+            return try FileDescriptor.open(path, in: nil, flags: flags | O_NOFOLLOW, mode: 0o600, pathForErrors: path)
+        } catch let failure as SystemCallError where failure.code == .tooManySymbolicLinkLevels {
+            throw Failure(action: "open", path: path, code: failure.errno, detail: "it is a symbolic link")
+        } catch {
+            throw Self.failure("open", path, error)
         }
-        return descriptor
     }
 
     /// The status of `descriptor`, which must be a regular file (not a FIFO, a socket or
     /// a device put at its name).
-    static func regularFileStatus(of descriptor: Int32, path: String) throws(Failure) -> stat {
-        var status = stat()
-        guard fstat(descriptor, &status) == 0 else { throw Failure(action: "inspect", path: path, code: errno) }
-        guard status.st_mode & S_IFMT == S_IFREG else {
+    static func regularFileStatus(of descriptor: FileDescriptor, path: String) throws(Failure) -> FileStatus {
+        let status = try attempt("inspect", path) { try descriptor.status(path: path) }
+        guard status.isRegularFile else {
             throw Failure(action: "use", path: path, code: EINVAL, detail: "it is not a regular file")
         }
         return status
@@ -186,44 +178,58 @@ final class DurableFile {
 
     /// Whether the file at `path` is the one open as `descriptor`: false when another
     /// file took its name, nil when nothing has it.
-    static func isAtItsPath(_ descriptor: Int32, path: String) throws(Failure) -> Bool? {
-        var mine = stat(), current = stat()
-        guard fstat(descriptor, &mine) == 0 else { throw Failure(action: "inspect", path: path, code: errno) }
-        guard lstat(path, &current) == 0 else {
-            if errno == ENOENT { return nil }
-            throw Failure(action: "inspect", path: path, code: errno)
+    static func isAtItsPath(_ descriptor: FileDescriptor, path: String) throws(Failure) -> Bool? {
+        let mine = try attempt("inspect", path) { try descriptor.status(path: path) }
+        let current: FileStatus
+        do {
+            current = try FileStatus.of(path: path, followingLinks: false)
+        } catch let failure as SystemCallError where failure.code == .noSuchFileOrDirectory {
+            return nil
+        } catch {
+            throw Self.failure("inspect", path, error)
         }
-        return current.st_dev == mine.st_dev && current.st_ino == mine.st_ino
+        return current.device == mine.device && current.inode == mine.inode
     }
 
     /// Syncs the directory holding `path`, so that a rename into it survives a crash.
     static func syncDirectory(of path: String) throws(Failure) {
         let directory = (path as NSString).deletingLastPathComponent
-        let directoryDescriptor = open(directory.isEmpty ? "." : directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard directoryDescriptor >= 0 else { throw Failure(action: "open", path: directory, code: errno) }
-        defer { Glibc.close(directoryDescriptor) }
-        guard fsync(directoryDescriptor) == 0 else { throw Failure(action: "sync", path: directory, code: errno) }
+        let name = directory.isEmpty ? "." : directory
+        let handle = try attempt("open", name) { try DirectoryHandle.open(path: name) }
+        try attempt("sync", name) { try handle.synchronize() }
     }
 
     /// Reads all of `descriptor`, whose status is `status`, refusing a file of more than
     /// `limit` bytes by its size before reading (`what` it holds says why in the error),
     /// and one that grows past it while read.
-    static func readAll(_ descriptor: Int32, status: stat, path: String, limit: Int, holding what: String) throws(Failure) -> Data {
-        guard status.st_size <= off_t(limit) else {
+    static func readAll(_ descriptor: FileDescriptor, status: FileStatus, path: String, limit: Int, holding what: String) throws(Failure) -> Data {
+        guard status.size <= limit else {
             throw Failure(action: "read", path: path, code: EFBIG,
-                          detail: "it holds \(status.st_size) bytes, more than \(what) ever needs (\(limit))")
+                          detail: "it holds \(status.size) bytes, more than \(what) ever needs (\(limit))")
         }
         var data = Data()
         var buffer = [UInt8](repeating: 0, count: 65536)
         while true {
-            let count = buffer.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, $0.count, off_t(data.count)) }
-            if count < 0 {
-                if errno == EINTR { continue }
-                throw Failure(action: "read", path: path, code: errno)
-            }
-            if count == 0 { return data }
+            let offset = data.count
+            let count = try attempt("read", path) { try buffer.withUnsafeMutableBytes { try descriptor.read(into: $0, at: offset, path: path) } }
             data.append(contentsOf: buffer[0..<count])
             if data.count > limit { throw Failure(action: "read", path: path, code: EFBIG, detail: "it grew past \(limit) bytes") }
+            if count < buffer.count { return data }  // The end of the file.
         }
+    }
+
+    /// `body`'s result, its failure (a System/ call's) as doing `action` on `path`.
+    static func attempt<Result>(_ action: String, _ path: String, _ body: () throws -> Result) throws(Failure) -> Result {
+        do {
+            return try body()
+        } catch {
+            throw failure(action, path, error)
+        }
+    }
+
+    private static func failure(_ action: String, _ path: String, _ error: any Error) -> Failure {
+        if let error = error as? Failure { return error }
+        guard let error = error as? SystemCallError else { return Failure(action: action, path: path, code: EIO, detail: "\(error)") }
+        return Failure(action: action, path: path, code: error.errno)
     }
 }

@@ -1,5 +1,5 @@
 import Foundation
-import Glibc
+@_spi(Tools) import SuiteDefaults
 
 /// What a mirror keeps durably for one suite and one etcd prefix, beside the suite in
 /// `NAME.suite.sync-HASH` (`MirrorState.fileName(suite:prefix:)`), the snapshot, and the
@@ -217,7 +217,7 @@ struct MirrorState: Codable, Equatable {
         } catch {
             throw MirrorFailure("the sync state: \(error)")
         }
-        let opened: (descriptor: Int32, bytes: Data)?
+        let opened: (descriptor: FileDescriptor, bytes: Data)?
         do {
             opened = try MirrorStateLog.open(logPath, limit: logSizeLimit)
         } catch {
@@ -227,7 +227,7 @@ struct MirrorState: Codable, Equatable {
         do {
             loaded = try load(snapshot: contents, log: opened?.bytes, prefix: prefix, suite: suite, path: path, logPath: logPath)
         } catch {
-            if let opened { Glibc.close(opened.descriptor) }
+            if let opened { opened.descriptor.close() }
             throw error
         }
         var log: MirrorStateLog?
@@ -235,7 +235,7 @@ struct MirrorState: Codable, Equatable {
             if let end = loaded.appendableLogEnd, let id = loaded.state.log {
                 log = MirrorStateLog.continuing(logPath, id: id, descriptor: opened.descriptor, size: end)
             } else {
-                Glibc.close(opened.descriptor)
+                opened.descriptor.close()
             }
         }
         let store = MirrorStateStore(snapshot: file, snapshotSize: contents?.count ?? 0, log: log,

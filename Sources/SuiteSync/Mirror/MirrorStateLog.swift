@@ -1,5 +1,4 @@
 import Foundation
-import Glibc
 @_spi(Tools) import SuiteDefaults
 
 /// The append-only log that continues a mirror's state file, beside it in
@@ -50,11 +49,11 @@ final class MirrorStateLog {
 
     let path: String
     let id: String
-    private let descriptor: Int32
+    private let descriptor: FileDescriptor
     /// Where the next record goes: the end of the last whole record.
     private(set) var size: Int
 
-    private init(path: String, id: String, descriptor: Int32, size: Int) {
+    private init(path: String, id: String, descriptor: FileDescriptor, size: Int) {
         self.path = path
         self.id = id
         self.descriptor = descriptor
@@ -62,7 +61,7 @@ final class MirrorStateLog {
     }
 
     deinit {
-        Glibc.close(descriptor)
+        descriptor.close()
     }
 
     /// `payload` framed as a record: length, checksum, payload.
@@ -137,8 +136,8 @@ final class MirrorStateLog {
     /// Opens the log at `path` and reads it: nil when there is none. Like the state file,
     /// never blocks nor follows a link, refuses anything but a regular file and more than
     /// `limit` bytes. The descriptor comes back for `continuing` it.
-    static func open(_ path: String, limit: Int) throws(DurableFile.Failure) -> (descriptor: Int32, bytes: Data)? {
-        let descriptor: Int32
+    static func open(_ path: String, limit: Int) throws(DurableFile.Failure) -> (descriptor: FileDescriptor, bytes: Data)? {
+        let descriptor: FileDescriptor
         do throws(DurableFile.Failure) {
             descriptor = try DurableFile.openWithoutFollowing(path, O_RDWR)
         } catch where error.code == ENOENT {
@@ -148,13 +147,13 @@ final class MirrorStateLog {
             let status = try DurableFile.regularFileStatus(of: descriptor, path: path)
             return (descriptor, try DurableFile.readAll(descriptor, status: status, path: path, limit: limit, holding: "a sync state log"))
         } catch {
-            Glibc.close(descriptor)
+            descriptor.close()
             throw error
         }
     }
 
     /// The log opened by `open`, continued from `size` (its whole records' end).
-    static func continuing(_ path: String, id: String, descriptor: Int32, size: Int) -> MirrorStateLog {
+    static func continuing(_ path: String, id: String, descriptor: FileDescriptor, size: Int) -> MirrorStateLog {
         MirrorStateLog(path: path, id: id, descriptor: descriptor, size: size)
     }
 
@@ -172,7 +171,7 @@ final class MirrorStateLog {
     func append(_ payload: Data) throws(DurableFile.Failure) {
         let framed = Self.record(payload)
         try DurableFile.write(framed, to: descriptor, at: size, path: path)
-        guard fdatasync(descriptor) == 0 else { throw DurableFile.Failure(action: "sync", path: path, code: errno) }
+        try DurableFile.attempt("sync", path) { try descriptor.synchronizeData(path: path) }
         size += framed.count
     }
 

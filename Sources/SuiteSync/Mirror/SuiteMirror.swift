@@ -145,7 +145,7 @@ final class MirrorSide {
     /// can tell from the journal whether the commit was made.
     func saveWritingAhead() throws {
         state.pendingAfter = suite.lastCommitSequence
-        state.pendingBy = getpid()
+        state.pendingBy = ProcessIdentity.id
         try save()
     }
 

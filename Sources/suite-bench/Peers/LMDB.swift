@@ -1,4 +1,5 @@
 import Glibc
+import SuiteDefaults
 
 /// MDB_val: a size and a pointer, as lmdb.h lays it out (passed to C as a raw pointer:
 /// a Swift struct has no C type).

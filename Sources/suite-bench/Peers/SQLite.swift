@@ -1,4 +1,5 @@
 import Glibc
+import SuiteDefaults
 
 /// SQLite's C functions, loaded from libsqlite3.so.0 and declared here, without its header.
 final class SQLiteLibrary: @unchecked Sendable {
