@@ -31,8 +31,10 @@ enum UTF8Text {
     /// `normalizationLimit` rounds (every string tried settles after two): such text
     /// has no normal form, and a key without one is refused.
     static func normalForm(_ text: String) -> (text: String, isSettled: Bool) {
-        var form = nfcOnce(text)
-        for _ in 1..<normalizationLimit {
+        // Text already in its normal form (every key this library stored, read back)
+        // takes one round: the first comparison is with the text itself.
+        var form = text
+        for _ in 0..<normalizationLimit {
             let next = nfcOnce(form)
             if next.utf8.elementsEqual(form.utf8) { return (form, true) }
             form = next
