@@ -16,7 +16,7 @@ package struct Errno: RawRepresentable, Hashable, Sendable, CustomStringConverti
     static let operationNotSupportedByDevice = Errno(rawValue: ENODEV)
     static let notDirectory = Errno(rawValue: ENOTDIR)
     static let isDirectory = Errno(rawValue: EISDIR)
-    package static let fileTooLarge = Errno(rawValue: EFBIG)
+    static let fileTooLarge = Errno(rawValue: EFBIG)
     static let noSpace = Errno(rawValue: ENOSPC)
     static let readOnlyFileSystem = Errno(rawValue: EROFS)
     package static let tooManySymbolicLinkLevels = Errno(rawValue: ELOOP)

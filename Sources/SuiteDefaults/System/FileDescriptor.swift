@@ -3,7 +3,7 @@ import Glibc
 /// A thin wrapper over an open file descriptor. Closing is explicit: the owner of
 /// the descriptor decides when it ends, as with `FileDescriptor` in swift-system.
 package struct FileDescriptor: Hashable, Sendable {
-    package let rawValue: CInt
+    let rawValue: CInt
 
     /// Opens `name` relative to `directory` (or the working directory when nil).
     ///
