@@ -16,11 +16,14 @@ extension Suite {
     ///   suite refuses, or what a write throws.
     @discardableResult
     public func renameKey(_ oldKey: String, to newKey: String) throws -> Bool {
-        // Normalized first, as a write does: a key's length limit holds for its NFC.
-        _ = try Validation.normalizedKey(newKey, suite: name)
+        // Normalized first, as a write does: a key's length limit holds for its normal form.
+        let target = try Validation.normalizedKey(newKey, suite: name)
+        // One key spelled two ways is renamed to itself. Swift's `==` cannot tell: after
+        // some marks it calls two spellings of one normal form different.
+        let isItself = Validation.normalized(oldKey).utf8.elementsEqual(target.utf8)
         return try update { transaction in
             guard let value = transaction.storedValue(forKey: oldKey) else { return false }
-            guard oldKey != newKey else { return true }
+            guard !isItself else { return true }
             try transaction.setValue(value, forKey: newKey)
             try transaction.setValue(nil, forKey: oldKey)
             return true

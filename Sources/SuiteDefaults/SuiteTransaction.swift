@@ -51,9 +51,12 @@ public final class SuiteTransaction: SuiteWritable {
         if !isOpen { fatalError("A SuiteTransaction was used after its update block returned.") }
     }
 
-    /// The write to `key` in this transaction, if it was written. (`==` between
-    /// strings is canonical equivalence, as a table's lookup is.)
+    /// The write to `key` in this transaction, if it was written. Writes are kept under
+    /// their keys' normal forms, and so is `key` looked for: Swift's `==` is canonical
+    /// equivalence through one round of NFC, which after some marks calls two spellings
+    /// of one normal form different.
     private func write(of key: String) -> Operation? {
+        let key = Validation.normalized(key)
         guard !writes.isEmpty else { return onlyWrite.flatMap { $0.key == key ? $0 : nil } }
         return position(of: key).map { writes[$0] }
     }

@@ -32,12 +32,19 @@ struct EtcdTLSTests {
         }
     }
 
-    @Test func requestsAndWatchesWorkWithTheCAAndFailTypedWithout() async throws {
-        let directory = TemporaryDirectory("suite-sync-tls")
-        try Self.makeCertificates(in: directory)
+    /// A one-member etcd that speaks only https, with a certificate signed by the CA in
+    /// `directory` (`makeCertificates`).
+    static func startHTTPSCluster(certificatesIn directory: TemporaryDirectory) async throws -> EtcdCluster {
+        try makeCertificates(in: directory)
         let cluster = try await EtcdCluster.start(tls: EtcdTLSFiles(certificate: directory.file("server.pem").path,
                                                                     key: directory.file("server.key").path))
         #expect(cluster.endpoints[0].scheme == "https")
+        return cluster
+    }
+
+    @Test func requestsAndWatchesWorkWithTheCAAndFailTypedWithout() async throws {
+        let directory = TemporaryDirectory("suite-sync-tls")
+        let cluster = try await Self.startHTTPSCluster(certificatesIn: directory)
 
         let trusted = try EtcdClient(configuration: EtcdConfiguration(
             endpoints: cluster.endpoints, certificateAuthorityFile: directory.file("ca.pem").path))

@@ -16,10 +16,7 @@ struct MirrorTLSTests {
 
     @Test func twoMachinesSyncWithTheirCAAndNotWithAnother() async throws {
         let certificates = TemporaryDirectory("suite-sync-tls")
-        try EtcdTLSTests.makeCertificates(in: certificates)
-        let cluster = try await EtcdCluster.start(tls: EtcdTLSFiles(certificate: certificates.file("server.pem").path,
-                                                                    key: certificates.file("server.key").path))
-        #expect(cluster.endpoints[0].scheme == "https")
+        let cluster = try await EtcdTLSTests.startHTTPSCluster(certificatesIn: certificates)
         let client = try EtcdClient(configuration: EtcdConfiguration(
             endpoints: cluster.endpoints, certificateAuthorityFile: certificates.file("ca.pem").path))
         let machines = ["a", "b"].map {

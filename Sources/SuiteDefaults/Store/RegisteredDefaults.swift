@@ -26,7 +26,15 @@ final class RegisteredDefaults: Sendable {
         values.withLock { $0.merge(defaults) { _, new in new } }
     }
 
-    subscript(key: String) -> SuiteValue? { values.withLock { $0[key] } }
+    /// The default registered for `key`, held under its normal form (`Suite.register`
+    /// registers what a write would store), so a spelling that Swift's `==` calls
+    /// another (after some marks) is looked for again in its normal form.
+    subscript(key: String) -> SuiteValue? {
+        values.withLock { values in
+            guard !values.isEmpty else { return nil }
+            return values[key] ?? KeyTable.nfcTwin(of: key).flatMap { values[$0] }
+        }
+    }
 
     var all: [String: SuiteValue] { values.withLock { $0 } }
 }
