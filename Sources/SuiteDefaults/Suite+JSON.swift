@@ -48,13 +48,7 @@ extension Suite {
             error.suite = error.suite ?? name
             throw error
         }
-        // Two spellings of one key are one key twice, as Swift's `==` already refuses for
-        // most (it tells some apart that have one normal form).
-        var normalForms = Set<[UInt8]>()
-        for key in entries.keys where !normalForms.insert(Array(Validation.normalized(key).utf8)).inserted {
-            throw SuiteError(.invalidValue, suite: name, key: key,
-                             message: "The key is in the text twice, spelled two canonically equivalent ways; nothing was imported.")
-        }
+        try Validation.refuseKeysSpelledTwice(entries.keys, suite: name)
         try update { transaction in
             try transaction.removeAll()
             for (key, entry) in entries.sorted(by: { $0.key < $1.key }) {

@@ -95,6 +95,12 @@ public final class Suite: SuiteWritable, Sendable {
         Validation.normalized(text)
     }
 
+    /// Throws `SuiteError` `.invalidValue` when two of `keys` are spellings of one key, as
+    /// `importJSON` does: for a bridge that replaces every value at once.
+    package static func refuseKeysSpelledTwice(_ keys: some Sequence<String>, suite: String?) throws {
+        try Validation.refuseKeysSpelledTwice(keys, suite: suite)
+    }
+
     /// Checks a key as every write does, without writing.
     ///
     /// - Throws: `SuiteError` `.invalidKey`, saying what is wrong with it.

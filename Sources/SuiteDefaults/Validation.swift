@@ -91,6 +91,18 @@ enum Validation {
         return normalized.text
     }
 
+    /// Throws when two of `keys` are spellings of one key (one normal form): a whole
+    /// replacement of a suite's values (an import) would keep one of them silently.
+    /// Swift's `==`, a dictionary's, already tells most such pairs to be one key, but
+    /// not all (it compares after one round of NFC).
+    static func refuseKeysSpelledTwice(_ keys: some Sequence<String>, suite: String?) throws {
+        var normalForms = Set<[UInt8]>()
+        for key in keys where !normalForms.insert(Array(normalized(key).utf8)).inserted {
+            throw SuiteError(.invalidValue, suite: suite, key: key,
+                             message: "The key is there twice, spelled two canonically equivalent ways; nothing was replaced.")
+        }
+    }
+
     private static func checkKey(_ key: String, suite: String?, containsNUL: Bool) throws {
         let bytes = key.utf8.count
         if bytes == 0 {

@@ -254,6 +254,7 @@ open class SuiteUserDefaults: UserDefaults {
                     throw SuiteError(error.code, suite: suite.name, key: key, message: error.message)
                 }
             }
+            try Suite.refuseKeysSpelledTwice(values.keys, suite: suite.name)
             try suite.update { transaction in
                 try transaction.removeAll()
                 for (key, value) in values { try transaction.setValue(value, forKey: key) }

@@ -119,6 +119,13 @@ struct BehaviourTests {
         #expect(try fixture.suite().storedValues() == ["new": "value", "n": 2], "replaced in one commit")
         defaults.setPersistentDomain(["bad": NSNull()], forName: fixture.name)
         #expect(try fixture.suite().storedValues() == ["new": "value", "n": 2], "a refused value replaces nothing")
+        // Two spellings of one key (one normal form, which Swift's `==` tells apart after
+        // U+0F73): refused, not one of them kept at random.
+        let spellings = ["a\u{F73}\u{F73}", "a\u{F71}\u{F71}\u{F72}\u{F72}"]
+        #expect(spellings[0] != spellings[1])
+        defaults.setPersistentDomain([spellings[0]: 1, spellings[1]: 2], forName: fixture.name)
+        #expect(try fixture.suite().storedValues() == ["new": "value", "n": 2], "a key spelled twice replaces nothing")
+        #expect(fixture.reportedFailures.last?.code == .invalidValue, "\(fixture.reportedFailures)")
         defaults.removePersistentDomain(forName: fixture.name)
         #expect(try fixture.suite().storedValues().isEmpty)
     }
