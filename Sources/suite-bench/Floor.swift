@@ -21,22 +21,26 @@ enum Floor {
     }
 
     /// The system calls of one of our commits, and nothing else: the exclusive `flock`
-    /// (not waited for), the status of the lock file and of the data file (asked as the
-    /// library asks), a 100-byte `pwrite` at the data file's end, unlock. What a set
+    /// (not waited for), a read of an inotify instance that watches both files and has
+    /// nothing queued (what tells a writer that neither file changed behind its back),
+    /// `lseek` to the data file's end, a 100-byte `pwrite` there, unlock. What a set
     /// costs beyond them is the library's own work.
     static func commitSystemCalls(_ count: Int, in directory: URL) -> Samples {
         let lockPath = directory.appendingPathComponent("floor.commit.lock").path
         let dataPath = directory.appendingPathComponent("floor.commit.data").path
         let lock = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
         let data = open(dataPath, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
-        defer { close(lock); close(data); unlink(lockPath); unlink(dataPath) }
+        let events = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
+        _ = inotify_add_watch(events, lockPath, UInt32(IN_ATTRIB | IN_MODIFY | IN_MOVE_SELF | IN_DELETE_SELF))
+        _ = inotify_add_watch(events, dataPath, UInt32(IN_ATTRIB | IN_MOVE_SELF | IN_DELETE_SELF))
+        defer { close(events); close(lock); close(data); unlink(lockPath); unlink(dataPath) }
         let record = [UInt8](repeating: 0x61, count: 100)
+        var buffer = [UInt8](repeating: 0, count: 512)
         var end = 0
-        var status = sd_file_status()
         return measureEach(count, warmUp: 100) { index in
             flock(lock, LOCK_EX | LOCK_NB)
-            sd_read_descriptor_status(lock, &status)
-            sd_read_descriptor_status(data, &status)
+            _ = buffer.withUnsafeMutableBytes { read(events, $0.baseAddress, $0.count) }
+            _ = lseek(data, 0, SEEK_END)
             _ = record.withUnsafeBytes { pwrite(data, $0.baseAddress, $0.count, off_t(end)) }
             end += record.count
             flock(lock, LOCK_UN)

@@ -28,7 +28,7 @@ extension Bench {
         let systemCalls = samples[.systemCalls] ?? Samples()
         return BenchRow(name: "set", ours: .init(samples[.ours] ?? Samples())!, foundation: .init(foundation),
                         floor: samples[.floor].flatMap(BenchRow.Figure.init),
-                        note: "set(_:forKey:) on a 100-key suite; Foundation: set + synchronize(); floor: flock + 100-byte append + unlock; our commit's five system calls alone (flock, the status of two files, pwrite, unlock): \(Report.format(systemCalls.median, unit: "µs"))",
+                        note: "set(_:forKey:) on a 100-key suite; Foundation: set + synchronize(); floor: flock + 100-byte append + unlock; our commit's five system calls alone (flock, a read of the process's inotify instance, lseek of the data file, pwrite, unlock): \(Report.format(systemCalls.median, unit: "µs"))",
                         peers: peerColumns(peers, samples), systemCalls: .init(systemCalls))
     }
 

@@ -68,13 +68,13 @@ struct HostileUnlockedCatchUpRoundTwoTests {
     /// The same identity check on the commit path: a process that has the suite's file
     /// open, when a copy of it is renamed over it (as rsync or an editor saves a file)
     /// while a hard-link backup keeps the old file's inode under another name, finds
-    /// its file with a name and as long as the header says, and appends its next
-    /// commit to the old inode, publishing it in the header. The suite's file never
-    /// holds it: the next process to open the suite finds the file shorter than
-    /// committed, repairs it from what it holds, and the acknowledged write is gone.
-    /// (Without the second name, the writer finds its file without a name, and reads
-    /// the suite's file first.)
-    @Test func aWriteToADataFileReplacedUnderItWhileAnotherNameKeepsItIsLost() throws {
+    /// its file with a name and as long as the header says. It used to append its next
+    /// commit to the old inode, which the suite's file never held: the next process to
+    /// open the suite repaired it from what it held, and the acknowledged write was
+    /// gone. A writer now hears of the rename through its inotify watch
+    /// (`FileChangeCounter`), and then compares the name's file with its own, so it
+    /// reads the replacement and commits to it.
+    @Test func aWriteToADataFileReplacedUnderItWhileAnotherNameKeepsItGoesToTheReplacement() throws {
         let name = "kept-writer"
         let suite = try Suite(named: name, directory: directory.url)
         try suite.set("v0", forKey: "k")
@@ -85,11 +85,8 @@ struct HostileUnlockedCatchUpRoundTwoTests {
         try suite.set("v1", forKey: "k")
         #expect(suite.string(forKey: "k") == "v1")
         let committed = try files.readInAnotherProcess("k", suite: name)
-        let readHere = suite.string(forKey: "k")
-        withKnownIssue("a commit to a data file replaced while another name keeps it is lost") {
-            #expect(committed.contains("value \"v1\""), "another process reads \(committed) after v1 was acknowledged")
-            #expect(readHere == "v1")
-        }
+        #expect(committed.contains("value \"v1\""), "another process reads \(committed) after v1 was acknowledged")
+        #expect(suite.string(forKey: "k") == "v1")
     }
 
     /// A process fresh on a lock file that loses its name (a newcomer, which never had

@@ -452,6 +452,29 @@ case "fork-read-while-held":
     Output.line("child exited \(status)")
     _exit(0)
 
+case "fork-after-file-deleted":
+    // Writes twice (the second commit skips its files' status calls), deletes the
+    // suite file as a process outside the library could, and forks a child that
+    // writes to another suite, SUITE-other (with an inotify instance, which it must
+    // not share with this process); then writes KEY = 3 itself.
+    do {
+        try suite.set(1, forKey: "first")
+        try suite.set(2, forKey: "second")
+        guard unlink(option("dir") + "/" + option("suite") + ".suite") == 0 else { fail("unlink: \(errno)") }
+        let pid = fork()
+        if pid == 0 {
+            let other = try? Suite(named: option("suite") + "-other", directory: URL(fileURLWithPath: option("dir")))
+            _exit((try? other?.set(9, forKey: "child")) != nil ? 0 : 1)
+        }
+        var status: Int32 = 0
+        _ = waitpid(pid, &status, 0)
+        Output.line("child exited \(status)")
+        try suite.set(3, forKey: option("key"))
+        Output.line("done")
+    } catch {
+        Output.line(errorReport(error))
+    }
+
 case "many-open":
     // Opens COUNT suites, cuts the last one's lock file short, and reads it.
     let count = number("count")

@@ -7,11 +7,27 @@ extension StoreState {
         guard let lockFile else { return true }
         do {
             guard try lockFile.tryLock(kind, path: files.lockPath) else { return false }
+            // Nothing happened to either file since this writer found them as they
+            // should be: one read of the process's file events stands in for the status
+            // of both (`catchUp` then takes the data file's size from `lseek`).
+            if kind == .exclusive && writable {
+                if readFileEventsAtLock() && header?.page.wasCutShort != true { return true }
+            } else {
+                clearFileEventsAtLock()
+            }
             // A lock on a lock file that lost its name excludes no newcomer, who opens
             // the new file by that name: follow the name. One that was cut short leaves
             // the mapped page without a file under it: map it again.
             let status = try lockFile.status(path: files.lockPath)
-            if status.linkCount == 0 {
+            // A writer whose files are watched also asks what the name leads to: a lock
+            // file renamed away, or replaced while another name keeps it, keeps a link,
+            // but newcomers lock the file by the name, or make one. (Something there
+            // that is not a file, no process can lock: this one goes on with its own.)
+            var lostName = status.linkCount == 0
+            if !lostName && fileWatch.countAtLock != nil {
+                lostName = [.anotherFile, .nothing].contains(try files.target(of: files.lockName, beside: status))
+            }
+            if lostName {
                 try replaceUnlinkedLockFile()
                 return try tryLockFile(kind)
             }
@@ -37,6 +53,7 @@ extension StoreState {
     /// child never releases what its parent holds through the same file.
     func unlockFile() {
         guard let lockFile, epoch == ForkEpoch.current else { return }
+        clearFileEventsAtLock()
         // A SIGBUS while the lock was held means the lock file was cut short under
         // it, so what was written to the header may have gone to a private page: map
         // the file again, so that the next locker sets it up again.
@@ -92,7 +109,7 @@ extension StoreState {
                           message: "Waited \(timeout) for the suite's \(kind == .shared ? "shared" : "exclusive") lock, which \(who) holds; it may be stopped or stuck. Nothing was changed. Try again, or raise Suite.Options.lockTimeout.")
     }
 
-    /// Someone deleted or replaced the lock file while this process had it open.
+    /// Someone deleted, replaced or renamed the lock file while this process had it open.
     /// Moves every process still on the old file to the new one: a change of the old
     /// generation sends their readers to the slow path, where they see the same.
     private func replaceUnlinkedLockFile() throws {

@@ -31,7 +31,12 @@ final class StoreState: @unchecked Sendable {
     /// Nil when there is no lock file, or a read-only one too short to map.
     @exclusivity(unchecked) var header: SharedHeader?
     @exclusivity(unchecked) var writable: Bool
-    @exclusivity(unchecked) var dataFile: FileDescriptor?
+    @exclusivity(unchecked) var dataFile: FileDescriptor? {
+        didSet { forgetFileWatch(of: .dataFile) }
+    }
+    /// The watches on the lock file and data file, and what they last said
+    /// (`StoreState+FileWatch.swift`).
+    @exclusivity(unchecked) var fileWatch = FileWatch()
     /// The committed state as last read. Changed only through `apply(_:)` and
     /// `replaceContents(with:)`, which record the changes while `collectsChanges`.
     @exclusivity(unchecked) private(set) var contents = SuiteContents()
@@ -91,6 +96,7 @@ final class StoreState: @unchecked Sendable {
         }
         lockFile = new
         lockRegistration = new.map(InheritedLocks.add) ?? -1
+        forgetFileWatch(of: .lockFile)
     }
 
     /// A state that takes over from `previous`: after a fork (the child's own files),
@@ -149,6 +155,7 @@ final class StoreState: @unchecked Sendable {
         // Closing never releases a lock that a parent process holds through the same
         // open file description: the parent's descriptor keeps it.
         dataFile?.close()
+        forgetFileWatch(of: .dataFile)
         adoptLockFile(nil)
     }
 
@@ -227,36 +234,37 @@ final class StoreState: @unchecked Sendable {
                 replaceContents(with: SuiteContents())
             }
         } else {
-            let status: FileStatus
+            let size: Int, hasName: Bool
             if fileID != view.dataFileID || length < view.length || dataFile == nil {
                 // Nil when it found damage and repaired it, which set everything up.
                 guard let loaded = try loadDataFile(expecting: fileID, length: length, exclusive: exclusive) else { return }
-                status = loaded
+                (size, hasName) = (loaded.size, loaded.linkCount > 0)
             } else {
-                status = try dataFileStatus()
+                (size, hasName) = try dataFileSizeAndName()
                 // Bounded by what is there before anything is read, and from the suite's
                 // file: one that lost its name may hold what the suite's never had.
-                guard length <= status.size, status.linkCount > 0 else { return try damageFound(exclusive: exclusive) }
+                guard length <= size, hasName else { return try damageFound(exclusive: exclusive) }
                 if length > view.length { try readRecords(from: view.length, to: length, exclusive: exclusive) }
                 // The dead writer may have written its record whole past the committed
                 // length. The rebuild under the exclusive lock keeps such a record, and
                 // a fresh process reads it, so this one reads it too rather than stay a
                 // commit behind them until the next commit (and rather than wait for
                 // the exclusive lock, which a stopped reader could keep from it).
-                if committed.isCommitInProgress, status.size > length, readRecordLeftByADeadWriter(from: length, to: status.size) {
-                    length = status.size
+                if committed.isCommitInProgress, size > length, readRecordLeftByADeadWriter(from: length, to: size) {
+                    length = size
                     lastSequence = contents.lastSequence
                 }
             }
             // With no commit in progress the file ends exactly at the committed length,
             // and still has its name; anything else was done to it without the lock
             // (bytes appended, the file cut, deleted or replaced).
-            if !committed.isCommitInProgress && (status.size != length || status.linkCount == 0) {
+            if !committed.isCommitInProgress && (size != length || !hasName) {
                 return try damageFound(exclusive: exclusive)
             }
         }
         view = View(generation: committed.generation, dataFileID: fileID, length: length,
                     lastSequence: lastSequence, isLoaded: true)
+        if exclusive { fileStatusesVerified() }
     }
 
     /// What a catch-up without the file lock came to.
@@ -321,10 +329,24 @@ final class StoreState: @unchecked Sendable {
         }
     }
 
-    private func dataFileStatus() throws -> FileStatus {
+    /// The data file's size, and whether it still has its name: from its status, or,
+    /// when the process's file events say that nothing happened to it since it was
+    /// verified (`FileWatch.unchangedAtLock`), from `lseek`, and its name from that.
+    ///
+    /// A writer whose files are watched, checking them, also asks what the name leads
+    /// to: a file replaced by another while a second name keeps it (a hard-link backup,
+    /// then a copy renamed over it) keeps a link, and every other process reads the
+    /// replacement. One renamed away, with nothing or no file in its place, is still
+    /// the suite's file: it may be put back, and a newcomer that writes makes a new
+    /// one, which the header then names.
+    private func dataFileSizeAndName() throws -> (size: Int, hasName: Bool) {
         guard let dataFile else { throw NeedsExclusiveLock() }
         do {
-            return try dataFile.status()
+            if fileWatch.unchangedAtLock { return (try dataFile.endOffset(), true) }
+            let status = try dataFile.status()
+            guard status.linkCount > 0 else { return (status.size, false) }
+            guard fileWatch.countAtLock != nil else { return (status.size, true) }
+            return (status.size, try files.target(of: files.dataName, beside: status) != .anotherFile)
         } catch {
             throw files.error(error, doing: "inspect the suite file")
         }

@@ -234,6 +234,26 @@ struct SuiteFiles {
         }
     }
 
+    /// What a name of the suite's directory leads to, beside a file open as a suite file.
+    enum NameTarget {
+        /// The open file itself (the same device and inode).
+        case thisFile
+        /// Another regular file: the open one was replaced, say by a copy renamed over it.
+        case anotherFile
+        /// Nothing: the open file was deleted or renamed away.
+        case nothing
+        /// Something that is not a regular file, which no process opens as a suite file.
+        case notAFile
+    }
+
+    /// What `name` in the suite's directory leads to, beside the open file of `status`:
+    /// one `fstatat`.
+    func target(of name: String, beside status: FileStatus) throws -> NameTarget {
+        guard let named = try directory.status(of: name) else { return .nothing }
+        if named.device == status.device && named.inode == status.inode { return .thisFile }
+        return named.isRegularFile ? .anotherFile : .notAFile
+    }
+
     /// Opens the data file, with its status as checked; nil when it does not exist.
     func openDataFile(writable: Bool) throws -> (descriptor: FileDescriptor, status: FileStatus)? {
         let descriptor: FileDescriptor

@@ -53,6 +53,10 @@ final class SuiteStore: Sendable {
         fatalError("Suite \"\(name)\" was used inside its own update block; use the transaction passed to the block instead.")
     }
 
+    /// Whether this process's next commit may skip its files' status calls, having
+    /// found them as they should be while watched (`StoreState.FileWatch`).
+    var skipsFileStatusWhileUnchanged: Bool { state.withLock { $0.fileWatch.verifiedAt != nil } }
+
     /// The directory the suite's files are in now.
     var directory: DirectoryHandle { state.withLock { $0.files.directory } }
 

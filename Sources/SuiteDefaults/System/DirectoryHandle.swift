@@ -37,7 +37,7 @@ package final class DirectoryHandle: Sendable {
     deinit { descriptor.close() }
 
     /// A path to exactly this directory, wherever it is now (for inotify).
-    var procPath: String { "/proc/self/fd/\(descriptor.rawValue)" }
+    var procPath: String { descriptor.procPath }
 
     func pathOf(_ name: String) -> String {
         path.hasSuffix("/") ? path + name : path + "/" + name

@@ -1,7 +1,8 @@
 import Glibc
 
-/// The inotify calls the change watcher makes: one instance per process, watches on
-/// directories, and a blocking read of events.
+/// The inotify calls the library makes: the change watcher's (one instance per
+/// process, watches on directories, and a blocking read of events) and the file
+/// change counter's (watches on files, read without waiting).
 enum Inotify {
     /// What a watch asks for, and what an event says.
     struct Mask: OptionSet, Sendable {
@@ -13,6 +14,10 @@ enum Inotify {
         static let movedFrom = Mask(rawValue: UInt32(IN_MOVED_FROM))
         static let attributesChanged = Mask(rawValue: UInt32(IN_ATTRIB))
         static let deleted = Mask(rawValue: UInt32(IN_DELETE))
+        /// The watched file or directory itself was renamed.
+        static let movedSelf = Mask(rawValue: UInt32(IN_MOVE_SELF))
+        /// The watched file or directory itself was deleted.
+        static let deletedSelf = Mask(rawValue: UInt32(IN_DELETE_SELF))
         /// Watch: only if the path is a directory.
         static let onlyDirectory = Mask(rawValue: UInt32(IN_ONLYDIR))
         /// Watch: add to the mask of an existing watch of the same directory.
@@ -60,7 +65,12 @@ enum Inotify {
         try retryingInterrupts("inotify_init1") { inotify_init1(Int32(IN_CLOEXEC)) }
     }
 
-    /// Watches the directory at `path` for `mask`; returns the watch descriptor.
+    /// A new instance whose reads never wait, close-on-exec.
+    static func openWithoutBlocking() throws -> CInt {
+        try retryingInterrupts("inotify_init1") { inotify_init1(Int32(IN_CLOEXEC | IN_NONBLOCK)) }
+    }
+
+    /// Watches what is at `path` for `mask`; returns the watch descriptor.
     static func watch(_ instance: CInt, path: String, mask: Mask) throws -> Int32 {
         try retryingInterrupts("inotify_add_watch", path: path) { inotify_add_watch(instance, path, mask.rawValue) }
     }
@@ -73,6 +83,18 @@ enum Inotify {
     /// fails (it was closed).
     static func read(_ instance: CInt, into buffer: UnsafeMutableRawPointer, capacity: Int) -> Int? {
         try? retryingInterrupts("read") { Glibc.read(instance, buffer, capacity) }
+    }
+
+    /// Reads the events queued now, as many as fit, from an instance opened
+    /// `openWithoutBlocking()`: 0 bytes when there are none, nil when the read fails.
+    static func readWithoutWaiting(_ instance: CInt, into buffer: UnsafeMutableRawPointer, capacity: Int) -> Int? {
+        do {
+            return try retryingInterrupts("read") { Glibc.read(instance, buffer, capacity) }
+        } catch let failure as SystemCallError where failure.errno == EAGAIN {
+            return 0
+        } catch {
+            return nil
+        }
     }
 
     /// Waits until events can be read, at most `timeout`; whether they can.

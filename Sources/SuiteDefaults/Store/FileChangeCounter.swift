@@ -1,0 +1,138 @@
+/// Counts, for this process, the events that say a suite file may no longer be what a
+/// writer last found it to be: it lost or changed a name (deleted, renamed, or replaced
+/// by a rename over it), had its attributes changed, or, for a lock file, was written,
+/// cut or grown by a call (this library writes it only through the mapping, which
+/// raises no event). One inotify instance watches every writer's lock file and data
+/// file, so that a commit learns that nothing happened to its two files from one read
+/// that finds no event, instead of a status call on each.
+///
+/// Only a count, and a conservative one: a writer that sees it move checks its files
+/// with status calls, as before. It also moves for the files of other suites that the
+/// process writes, for the process's own compactions, and when the queue overflows;
+/// each costs a writer one such check. The kernel queues an event before the call
+/// that caused it returns, so a read that finds none proves that no such call ended
+/// before it began.
+///
+/// A forked child inherits the instance but never reads it (that would take events
+/// its parent needs): it opens its own. Two states of the process that watch one
+/// file share its watch.
+enum FileChangeCounter {
+    /// One file watched, for the fork epoch it was watched in.
+    struct Watch: Equatable {
+        fileprivate let number: Int32
+        fileprivate let epoch: UInt32
+    }
+
+    /// Which of a suite's files is watched, which decides what is watched for.
+    enum File {
+        case lockFile
+        case dataFile
+
+        fileprivate var mask: Inotify.Mask {
+            switch self {
+            // The lock file cut short (`ftruncate` raises IN_MODIFY) must be noticed.
+            case .lockFile: [.attributesChanged, .modified, .movedSelf, .deletedSelf]
+            // Every commit writes the data file, so writes are not watched: a commit
+            // learns its size from `lseek` instead.
+            case .dataFile: [.attributesChanged, .movedSelf, .deletedSelf]
+            }
+        }
+    }
+
+    private struct State {
+        var epoch = ForkEpoch.current
+        var instance: CInt = -1
+        /// Set when inotify failed this process (no instance or watch to be had, or a
+        /// read failed): every writer checks its files with status calls from then on.
+        var unavailable = false
+        var count: UInt64 = 0
+        /// Live watches, by number, and how many states use each (two states of one
+        /// process that watch one file get one watch).
+        var users: [Int32: Int] = [:]
+
+        func isInPlace(_ watch: Watch) -> Bool {
+            watch.epoch == epoch && users[watch.number] != nil
+        }
+    }
+
+    private static let locked = Locked(State())
+
+    /// The size of the buffer events are read into, on the stack: 32 events of
+    /// watched files, which carry no names. More are counted at the next read.
+    private static let readSize = 512
+
+    private static func withState<R>(_ body: (inout State) -> R) -> R {
+        locked.withLock { state in
+            if state.epoch != ForkEpoch.current {
+                // The parent's instance is left open, not closed: the child may have
+                // closed that number already and given it to a file of its own.
+                state = State()
+            }
+            return body(&state)
+        }
+    }
+
+    /// Starts watching the file open as `descriptor`; nil when this process cannot.
+    static func watch(_ descriptor: FileDescriptor, as file: File) -> Watch? {
+        withState { state in
+            guard !state.unavailable else { return nil }
+            do {
+                if state.instance < 0 { state.instance = try Inotify.openWithoutBlocking() }
+                // By the descriptor's link in /proc: the file this process has open,
+                // whatever has its name now.
+                let number = try Inotify.watch(state.instance, path: descriptor.procPath, mask: file.mask)
+                state.users[number, default: 0] += 1
+                return Watch(number: number, epoch: state.epoch)
+            } catch {
+                state.unavailable = true
+                return nil
+            }
+        }
+    }
+
+    /// Stops one state's watching of a file.
+    static func unwatch(_ watch: Watch) {
+        withState { state in
+            guard watch.epoch == state.epoch, let users = state.users[watch.number] else { return }
+            if users > 1 {
+                state.users[watch.number] = users - 1
+            } else {
+                state.users[watch.number] = nil
+                Inotify.removeWatch(state.instance, watch.number)
+            }
+        }
+    }
+
+    /// Counts the events queued since the last call, without waiting (one `read`),
+    /// and returns how many have been counted so far; nil when one of `watches` is no
+    /// longer in place (its watch was removed) or this process has no instance.
+    static func count(_ lockFile: Watch, _ dataFile: Watch?) -> UInt64? {
+        withState { state in
+            guard state.instance >= 0, !state.unavailable else { return nil }
+            let read: Bool = withUnsafeTemporaryAllocation(byteCount: readSize, alignment: 8) { buffer in
+                guard let count = Inotify.readWithoutWaiting(state.instance, into: buffer.baseAddress!, capacity: readSize) else {
+                    return false
+                }
+                if count > 0 { countEvents(in: UnsafeRawBufferPointer(rebasing: buffer[..<count]), &state) }
+                return true
+            }
+            guard read else {
+                state.unavailable = true
+                return nil
+            }
+            guard state.isInPlace(lockFile), dataFile.map(state.isInPlace) ?? true else { return nil }
+            return state.count
+        }
+    }
+
+    private static func countEvents(in bytes: UnsafeRawBufferPointer, _ state: inout State) {
+        var events: [Inotify.Event] = []
+        Inotify.append(eventsIn: bytes.baseAddress!, count: bytes.count, to: &events)
+        // Any count that moves will do; one more for an overflow, which stands for
+        // events lost.
+        state.count &+= UInt64(events.count) &+ 1
+        for event in events where event.mask.contains(.watchRemoved) {
+            state.users[event.watch] = nil
+        }
+    }
+}

@@ -1,0 +1,74 @@
+extension StoreState {
+    /// What the process's `FileChangeCounter` says of this state's lock file and data
+    /// file. A writer checks both with status calls under the exclusive lock; once
+    /// it found them as they should be while both were watched, later commits skip
+    /// those calls for as long as the count does not move.
+    struct FileWatch {
+        var lockFile: FileChangeCounter.Watch?
+        var dataFile: FileChangeCounter.Watch?
+        /// The count at which both files were last found as they should be, by status
+        /// calls made after the count was read, with both watched; nil until then, and
+        /// from when either file is replaced.
+        var verifiedAt: UInt64?
+        /// The count read under the exclusive lock now held; nil under any other.
+        var countAtLock: UInt64?
+        /// Whether that count is `verifiedAt`: nothing has happened to either file
+        /// since they were verified, so neither file's status is asked for.
+        var unchangedAtLock = false
+    }
+
+    /// Stops watching `file`, which was replaced or closed; both must be verified again.
+    func forgetFileWatch(of file: FileChangeCounter.File) {
+        switch file {
+        case .lockFile:
+            if let watch = fileWatch.lockFile { FileChangeCounter.unwatch(watch) }
+            fileWatch.lockFile = nil
+        case .dataFile:
+            if let watch = fileWatch.dataFile { FileChangeCounter.unwatch(watch) }
+            fileWatch.dataFile = nil
+        }
+        fileWatch.verifiedAt = nil
+        fileWatch.unchangedAtLock = false
+    }
+
+    /// Just after the exclusive lock was taken: reads the count, both files watched
+    /// (watching them first when they are not), and returns whether nothing happened
+    /// to either since they were verified.
+    func readFileEventsAtLock() -> Bool {
+        fileWatch.countAtLock = currentFileEventCount()
+        fileWatch.unchangedAtLock = fileWatch.countAtLock != nil && fileWatch.countAtLock == fileWatch.verifiedAt
+        return fileWatch.unchangedAtLock
+    }
+
+    /// Under any lock but the exclusive one, and once a lock is released: nothing is
+    /// known of the files.
+    func clearFileEventsAtLock() {
+        fileWatch.countAtLock = nil
+        fileWatch.unchangedAtLock = false
+    }
+
+    /// At the end of a catch-up under the exclusive lock that found both files as
+    /// they should be (when nothing was known, by status calls made after the count
+    /// was read): they count as verified at that count, if both were watched then
+    /// and neither has been replaced since.
+    func fileStatusesVerified() {
+        guard let count = fileWatch.countAtLock, fileWatch.lockFile != nil, (dataFile == nil) == (fileWatch.dataFile == nil)
+        else { return }
+        fileWatch.verifiedAt = count
+    }
+
+    private func currentFileEventCount() -> UInt64? {
+        guard let lockFile else { return nil }
+        if fileWatch.lockFile == nil { fileWatch.lockFile = FileChangeCounter.watch(lockFile, as: .lockFile) }
+        if fileWatch.dataFile == nil, let dataFile { fileWatch.dataFile = FileChangeCounter.watch(dataFile, as: .dataFile) }
+        guard let lock = fileWatch.lockFile, dataFile == nil || fileWatch.dataFile != nil,
+              let count = FileChangeCounter.count(lock, fileWatch.dataFile)
+        else {
+            // A watch that is gone (or was never had) is asked for again next time.
+            forgetFileWatch(of: .lockFile)
+            forgetFileWatch(of: .dataFile)
+            return nil
+        }
+        return count
+    }
+}
