@@ -6,6 +6,23 @@ import TestSupport
 
 @Suite("The file format")
 struct FormatTests {
+    /// Eight bytes at a time, then one by one: every length up to 40, a difference at
+    /// every position (in a word and in the tail), and lengths that differ.
+    @Test func sameBytesFindsEveryDifference() {
+        for length in 0...40 {
+            let bytes = (0..<length).map { UInt8(truncatingIfNeeded: $0 &* 37 &+ 11) }
+            bytes.withUnsafeBufferPointer { first in
+                Array(bytes).withUnsafeBufferPointer { #expect(first.hasSameBytes(as: $0), "length \(length)") }
+                (bytes + [0]).withUnsafeBufferPointer { #expect(!first.hasSameBytes(as: $0), "length \(length) against one more") }
+                for position in 0..<length {
+                    var other = bytes
+                    other[position] ^= 0x80
+                    other.withUnsafeBufferPointer { #expect(!first.hasSameBytes(as: $0), "length \(length), position \(position)") }
+                }
+            }
+        }
+    }
+
     @Test func crc32cMatchesTheStandardCheckValues() {
         func crc(_ text: String) -> UInt32 { Array(text.utf8).withUnsafeBytes { CRC32C.checksum($0) } }
         #expect(crc("123456789") == 0xE306_9283)

@@ -104,9 +104,9 @@ enum FileChangeCounter {
     }
 
     /// Counts the events queued since the last call, without waiting (one `read`),
-    /// and returns how many have been counted so far; nil when one of `watches` is no
-    /// longer in place (its watch was removed) or this process has no instance.
-    static func count(_ lockFile: Watch, _ dataFile: Watch?) -> UInt64? {
+    /// and returns how many have been counted so far; nil when this process has no
+    /// instance.
+    static func count() -> UInt64? {
         withState { state in
             guard state.instance >= 0, !state.unavailable else { return nil }
             let read: Bool = withUnsafeTemporaryAllocation(byteCount: readSize, alignment: 8) { buffer in
@@ -120,8 +120,16 @@ enum FileChangeCounter {
                 state.unavailable = true
                 return nil
             }
-            guard state.isInPlace(lockFile), dataFile.map(state.isInPlace) ?? true else { return nil }
             return state.count
+        }
+    }
+
+    /// Whether `watches` are all still in place (a watch is removed with its file, or
+    /// by the last state that used it). Needed only once the count moved: a watch is
+    /// never removed without an event, which moves it.
+    static func areInPlace(_ lockFile: Watch, _ dataFile: Watch?) -> Bool {
+        withState { state in
+            state.isInPlace(lockFile) && (dataFile.map(state.isInPlace) ?? true)
         }
     }
 

@@ -62,7 +62,8 @@ extension StoreState {
         if fileWatch.lockFile == nil { fileWatch.lockFile = FileChangeCounter.watch(lockFile, as: .lockFile) }
         if fileWatch.dataFile == nil, let dataFile { fileWatch.dataFile = FileChangeCounter.watch(dataFile, as: .dataFile) }
         guard let lock = fileWatch.lockFile, dataFile == nil || fileWatch.dataFile != nil,
-              let count = FileChangeCounter.count(lock, fileWatch.dataFile)
+              let count = FileChangeCounter.count(),
+              count == fileWatch.verifiedAt || FileChangeCounter.areInPlace(lock, fileWatch.dataFile)
         else {
             // A watch that is gone (or was never had) is asked for again next time.
             forgetFileWatch(of: .lockFile)

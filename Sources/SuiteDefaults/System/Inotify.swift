@@ -88,12 +88,16 @@ enum Inotify {
     /// Reads the events queued now, as many as fit, from an instance opened
     /// `openWithoutBlocking()`: 0 bytes when there are none, nil when the read fails.
     static func readWithoutWaiting(_ instance: CInt, into buffer: UnsafeMutableRawPointer, capacity: Int) -> Int? {
-        do {
-            return try retryingInterrupts("read") { Glibc.read(instance, buffer, capacity) }
-        } catch let failure as SystemCallError where failure.errno == EAGAIN {
-            return 0
-        } catch {
-            return nil
+        // Not through `retryingInterrupts`: nothing queued, the usual answer, is an
+        // error there, which would cost every commit an error made and thrown.
+        while true {
+            let count = Glibc.read(instance, buffer, capacity)
+            if count >= 0 { return count }
+            switch errno {
+            case EINTR: continue
+            case EAGAIN: return 0
+            default: return nil
+            }
         }
     }
 
