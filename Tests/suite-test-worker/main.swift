@@ -18,7 +18,7 @@ let syntax = CommandLineSyntax(
         increment, write-keys, ack-loop, invariant-writer, invariant-reader, pause, compact,
         hold-lock, get, key-bytes, try-set, set-if-absent, units-current, units-set, fork-in-transaction,
         fork-observe, hold-lock-spawn, fork-then-hold, fork-read-while-held, many-open,
-        hostile-check, units-trials, fork-pids, fork-release-observation or mangle-loop
+        hostile-check, units-trials, fork-pids, fork-release-observation, without-inotify or mangle-loop
         """)],
     options: RoleOptions.all + [
         .value("--key2", "KEY", help: "hostile-check: the key written"),
@@ -32,6 +32,7 @@ let syntax = CommandLineSyntax(
         .value("--file-size-limit-strict", "BYTES", help: "RLIMIT_FSIZE, with SIGXFSZ's default action (death)"),
         .value("--as-uid", "UID", help: "become this user first"),
         .value("--trials", "N", help: "units-trials: how many trials (suites SUITE-0 ... SUITE-(N-1))"),
+        .value("--then", "ACTION", help: "without-inotify: set (KEY = VALUE, three times more) or hold (the lock)"),
     ]
 )
 
@@ -473,6 +474,42 @@ case "fork-after-file-deleted":
         Output.line("done")
     } catch {
         Output.line(errorReport(error))
+    }
+
+case "without-inotify":
+    // Writes once (key "probe") while no descriptor can be opened, so that the
+    // process's inotify instance cannot be had, then lifts the limit again and says
+    // how many inotify instances it has ("without inotify: N"). At a start signal,
+    // --then set: writes KEY = VALUE, says "set" (or the error), then writes three
+    // more times (key "more") and says "inotify instances N" again;
+    // --then hold: takes the exclusive lock in a transaction and holds it until killed.
+    func inotifyInstances() -> Int {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
+        return names.filter { (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/" + $0)) == "anon_inode:inotify" }.count
+    }
+    var saved = rlimit()
+    getrlimit(Int32(RLIMIT_NOFILE.rawValue), &saved)
+    // The lowest free number is what the next descriptor would get: a soft limit of
+    // that number refuses it.
+    let lowest = dup(0)
+    guard lowest >= 0 else { fail("dup") }
+    close(lowest)
+    var tight = saved
+    tight.rlim_cur = rlim_t(lowest)
+    guard setrlimit(Int32(RLIMIT_NOFILE.rawValue), &tight) == 0 else { fail("setrlimit") }
+    let probe = suite.trySet(.integer(1), forKey: "probe")
+    guard setrlimit(Int32(RLIMIT_NOFILE.rawValue), &saved) == 0 else { fail("setrlimit back") }
+    Output.line("without inotify: \(inotifyInstances()) probe \(probe)")
+    inputLines.wait()
+    switch option("then") {
+    case "hold":
+        holdLockUntilKilled()
+    default:
+        let text = option("value")
+        let report = suite.trySet(Int(text).map(SuiteValue.integer) ?? .string(text), forKey: option("key"))
+        Output.line(report == "ok" ? "set" : "set failed: \(report)")
+        for round in 0..<3 { _ = suite.trySet(.integer(round), forKey: "more") }
+        Output.line("inotify instances \(inotifyInstances())")
     }
 
 case "many-open":

@@ -21,6 +21,8 @@ enum FileChangeCounter {
     struct Watch: Equatable {
         fileprivate let number: Int32
         fileprivate let epoch: UInt32
+        /// Which of the process's instances it is in (one is given up after a failed read).
+        fileprivate let instance: UInt32
     }
 
     /// Which of a suite's files is watched, which decides what is watched for.
@@ -42,16 +44,27 @@ enum FileChangeCounter {
     private struct State {
         var epoch = ForkEpoch.current
         var instance: CInt = -1
-        /// Set when inotify failed this process (no instance or watch to be had, or a
-        /// read failed): every writer checks its files with status calls from then on.
-        var unavailable = false
+        /// Counts the instances this process had, so that a watch of one given up is
+        /// never taken for a watch of the next.
+        var instanceNumber: UInt32 = 0
         var count: UInt64 = 0
         /// Live watches, by number, and how many states use each (two states of one
         /// process that watch one file get one watch).
         var users: [Int32: Int] = [:]
+        /// After inotify failed (no instance or watch to be had: descriptors or
+        /// watches used up, no /proc; or a read failed), how many requests for a watch
+        /// are refused before it is tried again, and how many the next failure costs:
+        /// meanwhile writers check their files with status calls.
+        var refusalsLeft = 0
+        var refusalsAfterFailure = 1
 
         func isInPlace(_ watch: Watch) -> Bool {
-            watch.epoch == epoch && users[watch.number] != nil
+            watch.epoch == epoch && watch.instance == instanceNumber && users[watch.number] != nil
+        }
+
+        mutating func failed() {
+            refusalsLeft = refusalsAfterFailure
+            refusalsAfterFailure = min(2 * refusalsAfterFailure, 1024)
         }
     }
 
@@ -72,19 +85,27 @@ enum FileChangeCounter {
         }
     }
 
-    /// Starts watching the file open as `descriptor`; nil when this process cannot.
+    /// Starts watching the file open as `descriptor`; nil when this process cannot
+    /// (then asked again after a number of requests that doubles with each failure).
     static func watch(_ descriptor: FileDescriptor, as file: File) -> Watch? {
         withState { state in
-            guard !state.unavailable else { return nil }
+            guard state.refusalsLeft == 0 else {
+                state.refusalsLeft -= 1
+                return nil
+            }
             do {
-                if state.instance < 0 { state.instance = try Inotify.openWithoutBlocking() }
+                if state.instance < 0 {
+                    state.instance = try Inotify.openWithoutBlocking()
+                    state.instanceNumber &+= 1
+                }
                 // By the descriptor's link in /proc: the file this process has open,
                 // whatever has its name now.
                 let number = try Inotify.watch(state.instance, path: descriptor.procPath, mask: file.mask)
                 state.users[number, default: 0] += 1
-                return Watch(number: number, epoch: state.epoch)
+                state.refusalsAfterFailure = 1
+                return Watch(number: number, epoch: state.epoch, instance: state.instanceNumber)
             } catch {
-                state.unavailable = true
+                state.failed()
                 return nil
             }
         }
@@ -93,7 +114,7 @@ enum FileChangeCounter {
     /// Stops one state's watching of a file.
     static func unwatch(_ watch: Watch) {
         withState { state in
-            guard watch.epoch == state.epoch, let users = state.users[watch.number] else { return }
+            guard state.isInPlace(watch), let users = state.users[watch.number] else { return }
             if users > 1 {
                 state.users[watch.number] = users - 1
             } else {
@@ -108,7 +129,7 @@ enum FileChangeCounter {
     /// instance.
     static func count() -> UInt64? {
         withState { state in
-            guard state.instance >= 0, !state.unavailable else { return nil }
+            guard state.instance >= 0 else { return nil }
             let read: Bool = withUnsafeTemporaryAllocation(byteCount: readSize, alignment: 8) { buffer in
                 guard let count = Inotify.readWithoutWaiting(state.instance, into: buffer.baseAddress!, capacity: readSize) else {
                     return false
@@ -117,7 +138,14 @@ enum FileChangeCounter {
                 return true
             }
             guard read else {
-                state.unavailable = true
+                // Given up, not closed: a read fails when the number is no longer an
+                // inotify instance (closed by code outside the library, and maybe
+                // given to another file). Every watch goes with it, and the count
+                // moves, so that every writer checks its files and watches them again.
+                state.instance = -1
+                state.users = [:]
+                state.count &+= 1
+                state.failed()
                 return nil
             }
             return state.count

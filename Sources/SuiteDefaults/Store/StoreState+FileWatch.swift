@@ -15,6 +15,15 @@ extension StoreState {
         /// Whether that count is `verifiedAt`: nothing has happened to either file
         /// since they were verified, so neither file's status is asked for.
         var unchangedAtLock = false
+        /// Under the exclusive lock of a writer: the checks of the files also ask what
+        /// their names lead to (whether or not the process watches them, so that every
+        /// writer follows a lock file's name alike).
+        var checksNames = false
+        /// Whether both names were found leading to this state's files in this
+        /// attempt: only then are the files verified. A name that leads to nothing or
+        /// to something that is not a file may come to lead to another file with no
+        /// event on this state's files, so while it does, every commit checks.
+        var namesLeadHere = true
     }
 
     /// Stops watching `file`, which was replaced or closed; both must be verified again.
@@ -35,6 +44,8 @@ extension StoreState {
     /// (watching them first when they are not), and returns whether nothing happened
     /// to either since they were verified.
     func readFileEventsAtLock() -> Bool {
+        fileWatch.checksNames = true
+        fileWatch.namesLeadHere = true
         fileWatch.countAtLock = currentFileEventCount()
         fileWatch.unchangedAtLock = fileWatch.countAtLock != nil && fileWatch.countAtLock == fileWatch.verifiedAt
         return fileWatch.unchangedAtLock
@@ -45,14 +56,27 @@ extension StoreState {
     func clearFileEventsAtLock() {
         fileWatch.countAtLock = nil
         fileWatch.unchangedAtLock = false
+        fileWatch.checksNames = false
+    }
+
+    /// Under the exclusive lock of a writer, checking its files: what `name` leads to,
+    /// beside the file of `status`; notes one that does not lead to it.
+    func target(of name: String, beside status: FileStatus) throws -> SuiteFiles.NameTarget {
+        let target = try files.target(of: name, beside: status)
+        if target != .thisFile {
+            fileWatch.namesLeadHere = false
+            fileWatch.verifiedAt = nil
+        }
+        return target
     }
 
     /// At the end of a catch-up under the exclusive lock that found both files as
     /// they should be (when nothing was known, by status calls made after the count
-    /// was read): they count as verified at that count, if both were watched then
-    /// and neither has been replaced since.
+    /// was read): they count as verified at that count, if both were watched then,
+    /// neither has been replaced since, and both names led to them.
     func fileStatusesVerified() {
-        guard let count = fileWatch.countAtLock, fileWatch.lockFile != nil, (dataFile == nil) == (fileWatch.dataFile == nil)
+        guard let count = fileWatch.countAtLock, fileWatch.namesLeadHere, fileWatch.lockFile != nil,
+              (dataFile == nil) == (fileWatch.dataFile == nil)
         else { return }
         fileWatch.verifiedAt = count
     }

@@ -19,13 +19,13 @@ extension StoreState {
             // the new file by that name: follow the name. One that was cut short leaves
             // the mapped page without a file under it: map it again.
             let status = try lockFile.status(path: files.lockPath)
-            // A writer whose files are watched also asks what the name leads to: a lock
-            // file renamed away, or replaced while another name keeps it, keeps a link,
-            // but newcomers lock the file by the name, or make one. (Something there
-            // that is not a file, no process can lock: this one goes on with its own.)
+            // A writer also asks what the name leads to: a lock file renamed away, or
+            // replaced while another name keeps it, keeps a link, but newcomers lock the
+            // file by the name, or make one. (Something there that is not a file, no
+            // process can lock: this one goes on with its own.)
             var lostName = status.linkCount == 0
-            if !lostName && fileWatch.countAtLock != nil {
-                lostName = [.anotherFile, .nothing].contains(try files.target(of: files.lockName, beside: status))
+            if !lostName && fileWatch.checksNames {
+                lostName = [.anotherFile, .nothing].contains(try target(of: files.lockName, beside: status))
             }
             if lostName {
                 try replaceUnlinkedLockFile()

@@ -333,8 +333,7 @@ final class StoreState: @unchecked Sendable {
     /// when the process's file events say that nothing happened to it since it was
     /// verified (`FileWatch.unchangedAtLock`), from `lseek`, and its name from that.
     ///
-    /// A writer whose files are watched, checking them, also asks what the name leads
-    /// to: a file replaced by another while a second name keeps it (a hard-link backup,
+    /// A writer, checking its files, also asks what the name leads to: a file replaced by another while a second name keeps it (a hard-link backup,
     /// then a copy renamed over it) keeps a link, and every other process reads the
     /// replacement. One renamed away, with nothing or no file in its place, is still
     /// the suite's file: it may be put back, and a newcomer that writes makes a new
@@ -345,8 +344,8 @@ final class StoreState: @unchecked Sendable {
             if fileWatch.unchangedAtLock { return (try dataFile.endOffset(), true) }
             let status = try dataFile.status()
             guard status.linkCount > 0 else { return (status.size, false) }
-            guard fileWatch.countAtLock != nil else { return (status.size, true) }
-            return (status.size, try files.target(of: files.dataName, beside: status) != .anotherFile)
+            guard fileWatch.checksNames else { return (status.size, true) }
+            return (status.size, try target(of: files.dataName, beside: status) != .anotherFile)
         } catch {
             throw files.error(error, doing: "inspect the suite file")
         }
