@@ -26,30 +26,8 @@ import TestSupport
 ///   that doubles with each failure.
 /// What held is tested as it should stay.
 @Suite("Hostile round seventeen", .serialized)
-struct HostileRoundSeventeenTests {
+struct HostileRoundSeventeenTests: WatchedFilesTesting {
     let directory = TemporaryDirectory()
-
-    func path(_ name: String, lock: Bool = false) -> String {
-        directory.file(name + (lock ? ".suite.lock" : ".suite")).path
-    }
-
-    /// A suite written twice, after which its commits skip the status calls.
-    func writer(_ name: String, options: Suite.Options = .init()) throws -> Suite {
-        let suite = try Suite(named: name, directory: directory.url, options: options)
-        try suite.set(1, forKey: "first")
-        try suite.set(2, forKey: "second")
-        #expect(suite.store.skipsFileStatusWhileUnchanged, "the short path is not taken, so this test proves nothing")
-        return suite
-    }
-
-    /// What a new process reads for `key`: "value …" or "absent".
-    func read(_ name: String, _ key: String) throws -> String {
-        let worker = try startWorker("get", in: directory, suite: name, ["key": key])
-        defer { _ = worker.kill() }
-        let line = worker.waitForLine(timeout: .seconds(60)) { $0.hasPrefix("value") || $0.hasPrefix("absent") } ?? "no answer"
-        worker.expectSuccess()
-        return line
-    }
 
     /// How many keys a new process reads in the suite.
     func keyCount(_ name: String) throws -> Int {
@@ -214,15 +192,7 @@ struct HostileRoundSeventeenTests {
         let other = directory.file("other").path
         #expect(FileManager.default.createFile(atPath: other, contents: nil, attributes: [.posixPermissions: 0o600]))
         #expect(exchange(other, path("lock-exchanged", lock: true)))
-        let holder = try startWorker("hold-lock", in: directory, suite: "lock-exchanged")
-        defer { _ = holder.kill() }
-        holder.expectLine(startingWith: "holding")
-        #expect {
-            try suite.set(3, forKey: "third")
-        } throws: { ($0 as? SuiteError)?.code == .lockTimeout }
-        holder.kill()
-        try suite.set(4, forKey: "third")
-        #expect(try read("lock-exchanged", "third") == "value 4")
+        try expectAWriteWaitsForANewcomer(suite, "lock-exchanged")
     }
 
     /// A hard-link backup of the lock file, then a copy renamed over it: the old one
@@ -232,15 +202,7 @@ struct HostileRoundSeventeenTests {
         #expect(link(path("lock-kept", lock: true), directory.file("lock-backup").path) == 0)
         try copy(path("lock-kept", lock: true), to: directory.file("lock-copy").path)
         #expect(rename(directory.file("lock-copy").path, path("lock-kept", lock: true)) == 0)
-        let holder = try startWorker("hold-lock", in: directory, suite: "lock-kept")
-        defer { _ = holder.kill() }
-        holder.expectLine(startingWith: "holding")
-        #expect {
-            try suite.set(3, forKey: "third")
-        } throws: { ($0 as? SuiteError)?.code == .lockTimeout }
-        holder.kill()
-        try suite.set(4, forKey: "third")
-        #expect(try read("lock-kept", "third") == "value 4")
+        try expectAWriteWaitsForANewcomer(suite, "lock-kept")
     }
 
     /// One suite opened through a symbolic link to its directory and through the

@@ -12,30 +12,8 @@ import TestSupport
 /// every other process looks for it (or, for a lock file that another process now
 /// holds under the name, wait for that process).
 @Suite("A writer that skips its files' status calls notices what happened to them", .serialized)
-struct WatchedFilesTests {
+struct WatchedFilesTests: WatchedFilesTesting {
     let directory = TemporaryDirectory()
-
-    func path(_ name: String, lock: Bool = false) -> String {
-        directory.file(name + (lock ? ".suite.lock" : ".suite")).path
-    }
-
-    /// A suite written twice: the first commit checks both files with status calls,
-    /// after which the next commit skips them while no event arrives.
-    func writer(_ name: String, options: Suite.Options = .init()) throws -> Suite {
-        let suite = try Suite(named: name, directory: directory.url, options: options)
-        try suite.set(1, forKey: "first")
-        try suite.set(2, forKey: "second")
-        #expect(suite.store.skipsFileStatusWhileUnchanged, "the short path is not taken, so this test proves nothing")
-        return suite
-    }
-
-    /// What a new process reads for `key`: "value …" or "absent".
-    func read(_ name: String, _ key: String) throws -> String {
-        let worker = try startWorker("get", in: directory, suite: name, ["key": key])
-        let line = worker.waitForLine(timeout: .seconds(60)) { $0.hasPrefix("value") || $0.hasPrefix("absent") } ?? "no answer"
-        worker.expectSuccess()
-        return line
-    }
 
     @Test func aDeletedDataFile() throws {
         let suite = try writer("deleted")
@@ -117,15 +95,7 @@ struct WatchedFilesTests {
         } else {
             #expect(unlink(path(name, lock: true)) == 0)
         }
-        let holder = try startWorker("hold-lock", in: directory, suite: name)
-        defer { _ = holder.kill() }
-        holder.expectLine(startingWith: "holding")
-        #expect {
-            try suite.set(3, forKey: "third")
-        } throws: { ($0 as? SuiteError)?.code == .lockTimeout }
-        holder.kill()
-        try suite.set(4, forKey: "third")
-        #expect(try read(name, "third") == "value 4")
+        try expectAWriteWaitsForANewcomer(suite, name)
     }
 
     @Test func aLockFileCutShort() throws {
