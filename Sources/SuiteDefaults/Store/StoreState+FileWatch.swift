@@ -85,11 +85,12 @@ extension StoreState {
         guard let lockFile else { return nil }
         if fileWatch.lockFile == nil { fileWatch.lockFile = FileChangeCounter.watch(lockFile, as: .lockFile) }
         if fileWatch.dataFile == nil, let dataFile { fileWatch.dataFile = FileChangeCounter.watch(dataFile, as: .dataFile) }
-        guard let lock = fileWatch.lockFile, dataFile == nil || fileWatch.dataFile != nil,
-              let count = FileChangeCounter.count(),
+        // A watch not had is asked for again at the next commit; the other is kept.
+        guard let lock = fileWatch.lockFile, dataFile == nil || fileWatch.dataFile != nil else { return nil }
+        guard let count = FileChangeCounter.count(),
               count == fileWatch.verifiedAt || FileChangeCounter.areInPlace(lock, fileWatch.dataFile)
         else {
-            // A watch that is gone (or was never had) is asked for again next time.
+            // Watches that are gone (or whose instance was given up) are asked for again.
             forgetFileWatch(of: .lockFile)
             forgetFileWatch(of: .dataFile)
             return nil

@@ -333,11 +333,12 @@ final class StoreState: @unchecked Sendable {
     /// when the process's file events say that nothing happened to it since it was
     /// verified (`FileWatch.unchangedAtLock`), from `lseek`, and its name from that.
     ///
-    /// A writer, checking its files, also asks what the name leads to: a file replaced by another while a second name keeps it (a hard-link backup,
-    /// then a copy renamed over it) keeps a link, and every other process reads the
-    /// replacement. One renamed away, with nothing or no file in its place, is still
-    /// the suite's file: it may be put back, and a newcomer that writes makes a new
-    /// one, which the header then names.
+    /// A writer, checking its files, also asks what the name leads to: a file replaced
+    /// by another while a second name keeps it (a hard-link backup, then a copy renamed
+    /// over it) keeps a link, and every other process reads the replacement. One
+    /// renamed away, with nothing or no file in its place, is still the suite's file:
+    /// it may be put back, and a newcomer that writes makes a new one, which the
+    /// header then names.
     private func dataFileSizeAndName() throws -> (size: Int, hasName: Bool) {
         guard let dataFile else { throw NeedsExclusiveLock() }
         do {
