@@ -18,7 +18,7 @@ let syntax = CommandLineSyntax(
         increment, write-keys, ack-loop, invariant-writer, invariant-reader, pause, compact,
         hold-lock, get, key-bytes, try-set, set-if-absent, units-current, units-set, fork-in-transaction,
         fork-observe, hold-lock-spawn, fork-then-hold, fork-read-while-held, many-open,
-        hostile-check, units-trials, fork-pids, fork-release-observation, without-inotify or mangle-loop
+        hostile-check, units-trials, fork-pids, fork-release-observation, without-inotify, clobber-inotify or mangle-loop
         """)],
     options: RoleOptions.all + [
         .value("--key2", "KEY", help: "hostile-check: the key written"),
@@ -32,7 +32,7 @@ let syntax = CommandLineSyntax(
         .value("--file-size-limit-strict", "BYTES", help: "RLIMIT_FSIZE, with SIGXFSZ's default action (death)"),
         .value("--as-uid", "UID", help: "become this user first"),
         .value("--trials", "N", help: "units-trials: how many trials (suites SUITE-0 ... SUITE-(N-1))"),
-        .value("--then", "ACTION", help: "without-inotify: set (KEY = VALUE, three times more) or hold (the lock)"),
+        .value("--then", "ACTION", help: "without-inotify: set (KEY = VALUE, three times more) or hold (the lock); clobber-inotify: none, close, devnull, inotify or pipe"),
     ]
 )
 
@@ -510,6 +510,64 @@ case "without-inotify":
         Output.line(report == "ok" ? "set" : "set failed: \(report)")
         for round in 0..<3 { _ = suite.trySet(.integer(round), forKey: "more") }
         Output.line("inotify instances \(inotifyInstances())")
+    }
+
+case "clobber-inotify":
+    // Writes twice (the second commit skips its files' status calls), then, as code
+    // outside the library could, does --then MODE to the number of the process's
+    // inotify instance (the one with watches): none (nothing), close (only closes it),
+    // devnull (/dev/null put at the number), inotify (a new inotify instance with no
+    // watch put there), pipe (the read end of a blocking pipe holding 5 bytes put
+    // there). Says "clobbered MODE N" (N: the number, -1 if none was found); at each
+    // start signal tries to write KEY = VALUE and says "set ok" or "set error ...",
+    // "pipe bytes N" (how many the pipe still holds, pipe only) and "inotify instances N".
+    func inotifyDescriptors() -> [(number: Int32, watches: Int)] {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
+        return names.compactMap { name in
+            guard (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/" + name)) == "anon_inode:inotify",
+                  let number = Int32(name) else { return nil }
+            let info = (try? String(contentsOfFile: "/proc/self/fdinfo/" + name, encoding: .utf8)) ?? ""
+            return (number, info.split(separator: "\n").filter { $0.hasPrefix("inotify wd:") }.count)
+        }
+    }
+    _ = suite.trySet(.integer(1), forKey: "first")
+    _ = suite.trySet(.integer(2), forKey: "second")
+    let mode = option("then")
+    let target = inotifyDescriptors().first { $0.watches > 0 }?.number ?? -1
+    var pipeEnds: [Int32] = [-1, -1]
+    if target >= 0 {
+        switch mode {
+        case "close":
+            close(target)
+        case "devnull":
+            let other = open("/dev/null", O_RDONLY)
+            dup2(other, target)
+            close(other)
+        case "inotify":
+            let other = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
+            dup2(other, target)
+            close(other)
+        case "pipe":
+            guard pipe(&pipeEnds) == 0 else { fail("pipe") }
+            dup2(pipeEnds[0], target)
+            close(pipeEnds[0])
+            _ = write(pipeEnds[1], "hello", 5)
+        default:
+            break
+        }
+    }
+    Output.line("clobbered \(mode) \(target)")
+    while true {
+        inputLines.wait()
+        let text = option("value")
+        let report = suite.trySet(Int(text).map(SuiteValue.integer) ?? .string(text), forKey: option("key"))
+        Output.line(report == "ok" ? "set ok" : "set \(report)")
+        if mode == "pipe" {
+            var available: Int32 = 0
+            _ = ioctl(target, UInt(FIONREAD), &available)
+            Output.line("pipe bytes \(available)")
+        }
+        Output.line("inotify instances \(inotifyDescriptors().count)")
     }
 
 case "many-open":

@@ -51,6 +51,9 @@ enum FileChangeCounter {
         /// Live watches, by number, and how many states use each (two states of one
         /// process that watch one file get one watch).
         var users: [Int32: Int] = [:]
+        /// Watches removed whose removal has not been read yet (`IN_IGNORED`): their
+        /// events may still come.
+        var removed: Set<Int32> = []
         /// After inotify failed (no instance or watch to be had: descriptors or
         /// watches used up, no /proc; or a read failed), how many requests for a watch
         /// are refused before it is tried again, and how many the next failure costs:
@@ -119,6 +122,7 @@ enum FileChangeCounter {
                 state.users[watch.number] = users - 1
             } else {
                 state.users[watch.number] = nil
+                state.removed.insert(watch.number)
                 Inotify.removeWatch(state.instance, watch.number)
             }
         }
@@ -134,16 +138,16 @@ enum FileChangeCounter {
                 guard let count = Inotify.readWithoutWaiting(state.instance, into: buffer.baseAddress!, capacity: readSize) else {
                     return false
                 }
-                if count > 0 { countEvents(in: UnsafeRawBufferPointer(rebasing: buffer[..<count]), &state) }
-                return true
+                return count == 0 || countEvents(in: UnsafeRawBufferPointer(rebasing: buffer[..<count]), &state)
             }
             guard read else {
-                // Given up, not closed: a read fails when the number is no longer an
-                // inotify instance (closed by code outside the library, and maybe
-                // given to another file). Every watch goes with it, and the count
+                // Given up, not closed: the number is no longer this instance (code
+                // outside the library closed it, and maybe gave it to another file,
+                // whose bytes are no events). Every watch goes with it, and the count
                 // moves, so that every writer checks its files and watches them again.
                 state.instance = -1
                 state.users = [:]
+                state.removed = []
                 state.count &+= 1
                 state.failed()
                 return nil
@@ -161,14 +165,23 @@ enum FileChangeCounter {
         }
     }
 
-    private static func countEvents(in bytes: UnsafeRawBufferPointer, _ state: inout State) {
+    /// Counts the events in `bytes`; false when they are not this instance's: not whole
+    /// events of watched files (which carry no names), or of a watch it never had.
+    private static func countEvents(in bytes: UnsafeRawBufferPointer, _ state: inout State) -> Bool {
         var events: [Inotify.Event] = []
         Inotify.append(eventsIn: bytes.baseAddress!, count: bytes.count, to: &events)
+        guard bytes.count == events.count * Inotify.eventSize else { return false }
+        for event in events {
+            if event.mask.contains(.queueOverflowed) { continue }
+            guard event.name.isEmpty, state.users[event.watch] != nil || state.removed.contains(event.watch) else { return false }
+            if event.mask.contains(.watchRemoved) {
+                state.users[event.watch] = nil
+                state.removed.remove(event.watch)
+            }
+        }
         // Any count that moves will do; one more for an overflow, which stands for
         // events lost.
         state.count &+= UInt64(events.count) &+ 1
-        for event in events where event.mask.contains(.watchRemoved) {
-            state.users[event.watch] = nil
-        }
+        return true
     }
 }

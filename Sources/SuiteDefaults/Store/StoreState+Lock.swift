@@ -1,8 +1,10 @@
 extension StoreState {
     /// Tries to take the suite's `flock` without waiting; true when it is held now (or
     /// the suite has no lock file). A lock file that lost its name is followed to
-    /// the new one; one cut short is mapped again.
-    func tryLockFile(_ kind: FileDescriptor.LockKind) throws -> Bool {
+    /// the new one, at most `followingNames` times: a name that keeps losing its file
+    /// (someone deleting it in a loop) counts as a lock held, which the caller waits
+    /// for within its timeout. One cut short is mapped again.
+    func tryLockFile(_ kind: FileDescriptor.LockKind, followingNames: Int = 8) throws -> Bool {
         try checkSameProcess()
         guard let lockFile else { return true }
         do {
@@ -29,7 +31,7 @@ extension StoreState {
             }
             if lostName {
                 try replaceUnlinkedLockFile()
-                return try tryLockFile(kind)
+                return followingNames > 0 ? try tryLockFile(kind, followingNames: followingNames - 1) : false
             }
             if header?.page.wasCutShort == true || (status.size < SharedHeader.size && (writable || header != nil)) {
                 // (A process that may only read a lock file too short to map reads

@@ -42,6 +42,9 @@ enum Inotify {
         var nameString: String { String(decoding: name, as: UTF8.self) }
     }
 
+    /// The size of an event that carries no name (one of a watched file).
+    static let eventSize = MemoryLayout<inotify_event>.size
+
     /// Splits `count` bytes read from an instance into events, appended to `events`
     /// (whose storage a reader keeps from one read to the next).
     static func append(eventsIn buffer: UnsafeRawPointer, count: Int, to events: inout [Event]) {
@@ -86,13 +89,15 @@ enum Inotify {
     }
 
     /// Reads the events queued now, as many as fit, from an instance opened
-    /// `openWithoutBlocking()`: 0 bytes when there are none, nil when the read fails.
+    /// `openWithoutBlocking()`: 0 bytes when there are none, nil when the read fails
+    /// or finds the end of a file (which an instance never has: the number is not one).
     static func readWithoutWaiting(_ instance: CInt, into buffer: UnsafeMutableRawPointer, capacity: Int) -> Int? {
         // Not through `retryingInterrupts`: nothing queued, the usual answer, is an
         // error there, which would cost every commit an error made and thrown.
         while true {
             let count = Glibc.read(instance, buffer, capacity)
-            if count >= 0 { return count }
+            if count > 0 { return count }
+            if count == 0 { return nil }
             switch errno {
             case EINTR: continue
             case EAGAIN: return 0
