@@ -47,13 +47,6 @@ struct HostileRoundSeventeenTests: WatchedFilesTesting {
         return worker
     }
 
-    /// `renameat2(RENAME_EXCHANGE)`, through the C library's symbol.
-    func exchange(_ one: String, _ other: String) -> Bool {
-        typealias RenameAt2 = @convention(c) (CInt, UnsafePointer<CChar>, CInt, UnsafePointer<CChar>, CUnsignedInt) -> CInt
-        guard let symbol = dlsym(nil, "renameat2") else { return false }
-        return unsafeBitCast(symbol, to: RenameAt2.self)(AT_FDCWD, one, AT_FDCWD, other, 2) == 0
-    }
-
     func copy(_ from: String, to: String) throws {
         try? FileManager.default.removeItem(atPath: to)
         try FileManager.default.copyItem(atPath: from, toPath: to)

@@ -1,5 +1,6 @@
 import ChildProcess
 import Foundation
+import Glibc
 import Testing
 import TestSupport
 @_spi(Testing) @testable import SuiteDefaults
@@ -32,6 +33,13 @@ extension WatchedFilesTesting {
         let line = worker.waitForLine(timeout: .seconds(60)) { $0.hasPrefix("value") || $0.hasPrefix("absent") } ?? "no answer"
         worker.expectSuccess()
         return line
+    }
+
+    /// `renameat2(RENAME_EXCHANGE)`, through the C library's symbol.
+    func exchange(_ one: String, _ other: String) -> Bool {
+        typealias RenameAt2 = @convention(c) (CInt, UnsafePointer<CChar>, CInt, UnsafePointer<CChar>, CUnsignedInt) -> CInt
+        guard let symbol = dlsym(nil, "renameat2") else { return false }
+        return unsafeBitCast(symbol, to: RenameAt2.self)(AT_FDCWD, one, AT_FDCWD, other, 2) == 0
     }
 
     /// Once the lock file's name leads to another file: a newcomer holds that one, and

@@ -98,6 +98,31 @@ struct WatchedFilesTests: WatchedFilesTesting {
         try expectAWriteWaitsForANewcomer(suite, name)
     }
 
+    /// The lock file and the data file exchanged (`renameat2(RENAME_EXCHANGE)`): the
+    /// writer, following the lock file's name, and a new process, opening the suite,
+    /// each found the suite file there and set a header up in its first page, the
+    /// suite's own bytes. Each now refuses it with a typed error, and changes nothing;
+    /// exchanged back, every value is there.
+    @Test func theLockFileAndTheDataFileExchanged() throws {
+        let suite = try writer("swapped")
+        let before = try #require(directory.bytes(of: "swapped.suite"))
+        #expect(exchange(path("swapped"), path("swapped", lock: true)))
+        #expect {
+            try suite.set(3, forKey: "third")
+        } throws: { ($0 as? SuiteError)?.code == .foreignFile }
+        let newcomer = try startWorker("try-set", in: directory, suite: "swapped", ["key": "fourth", "value": "4"])
+        defer { _ = newcomer.kill() }
+        newcomer.expectLine(startingWith: "error foreignFile")
+        newcomer.expectSuccess()
+        let after = directory.bytes(of: "swapped.suite.lock")
+        let unchanged = after == before
+        #expect(unchanged, "the suite file under the lock file's name was changed: \(after?.count ?? 0) bytes, \(before.count) before")
+        #expect(exchange(path("swapped"), path("swapped", lock: true)))
+        try suite.set(3, forKey: "third")
+        #expect(try read("swapped", "second") == "value 2")
+        #expect(try read("swapped", "third") == "value 3")
+    }
+
     @Test func aLockFileCutShort() throws {
         let suite = try writer("lock-cut")
         #expect(truncate(path("lock-cut", lock: true), 0) == 0)

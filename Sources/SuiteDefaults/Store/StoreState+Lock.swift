@@ -9,6 +9,27 @@ extension StoreState {
         guard let lockFile else { return true }
         do {
             guard try lockFile.tryLock(kind, path: files.lockPath) else { return false }
+            do {
+                return try checkLockedFile(kind, followingNames: followingNames)
+            } catch {
+                // Not left locked by an attempt that failed (its caller unlocks only what
+                // it was given). A lock file replaced meanwhile was unlocked and closed
+                // then, and its successor's attempt unlocked its own.
+                if self.lockFile == lockFile { lockFile.unlock() }
+                throw error
+            }
+        } catch let error as SuiteError {
+            throw error
+        } catch {
+            throw files.error(error, doing: "lock the suite")
+        }
+    }
+
+    /// `tryLockFile`'s checks of the lock file it has just locked, and of the data
+    /// file when the process's file events vouch for both.
+    private func checkLockedFile(_ kind: FileDescriptor.LockKind, followingNames: Int) throws -> Bool {
+        guard let lockFile else { return true }
+        do {
             // Nothing happened to either file since this writer found them as they
             // should be: one read of the process's file events stands in for the status
             // of both (`catchUp` then takes the data file's size from `lseek`).
@@ -36,12 +57,7 @@ extension StoreState {
             if header?.page.wasCutShort == true || (status.size < SharedHeader.size && (writable || header != nil)) {
                 // (A process that may only read a lock file too short to map reads
                 // without the header, and has nothing to map again.)
-                do {
-                    try mapLockFileAgain()
-                } catch {
-                    lockFile.unlock()
-                    throw error
-                }
+                try mapLockFileAgain()
             }
             return true
         } catch let error as SuiteError {

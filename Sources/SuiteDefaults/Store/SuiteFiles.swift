@@ -186,7 +186,8 @@ struct SuiteFiles {
     /// the directory or file allows no more; nil when this process can open none (a
     /// read-only directory without one, or a lock file it may not read), and reads
     /// the suite without locks. Refuses a symbolic link, a file that is not a regular
-    /// file, a file with more than one name, or a file of another user.
+    /// file, a file with more than one name, a file of another user, or, to write, a
+    /// suite file.
     func openLockFile() throws -> OpenLockFile? {
         let descriptor: FileDescriptor, writable: Bool
         do {
@@ -213,6 +214,21 @@ struct SuiteFiles {
                                  message: "The lock file has \(status.linkCount) names (hard links), so another name could reach the suite's shared state; suites refuse such a file. Remove the other names, or remove the lock file (it is made again).")
             }
             guard writable else { return OpenLockFile(descriptor: descriptor, writable: false, size: status.size) }
+            // A suite file under the lock file's name (the two exchanged, or one copied
+            // there) would have its first page taken for a header not set up yet, and
+            // overwritten with one: the suite's own bytes.
+            if status.size >= DataFileHeader.magic.count {
+                let start: [UInt8]
+                do {
+                    start = try descriptor.read(count: DataFileHeader.magic.count, at: 0, path: lockPath)
+                } catch {
+                    throw self.error(error, doing: "read the suite's lock file")
+                }
+                guard start != DataFileHeader.magic else {
+                    throw SuiteError(.foreignFile, suite: suite, path: lockPath,
+                                     message: "A suite file stands where the suite's lock file should be (the two files exchanged, or a suite file copied there); it was left untouched. Move it back to \(dataName) if it is this suite's, or move it away.")
+                }
+            }
             if status.size == 0 && status.owner == ProcessIdentity.effectiveUserID {
                 try? descriptor.setPermissions(filePermissions)
             }
