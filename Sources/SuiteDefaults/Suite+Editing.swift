@@ -20,7 +20,7 @@ extension Suite {
         let target = try Validation.normalizedKey(newKey, suite: name)
         // One key spelled two ways is renamed to itself. Swift's `==` cannot tell: after
         // some marks it calls two spellings of one normal form different.
-        let isItself = Validation.normalized(oldKey).utf8.elementsEqual(target.utf8)
+        let isItself = Validation.normalized(oldKey).hasSameBytes(as: target)
         return try update { transaction in
             guard let value = transaction.storedValue(forKey: oldKey) else { return false }
             guard !isItself else { return true }

@@ -13,7 +13,7 @@ extension SuiteValue {
     func isStored(identicallyTo other: SuiteValue) -> Bool {
         switch (self, other) {
         case (.string(let a), .string(let b)):
-            return Self.sameBytes(a, b)
+            return a.hasSameBytes(as: b)
         case (.integer(let a), .integer(let b)):
             return a == b
         case (.double(let a), .double(let b)):
@@ -30,22 +30,11 @@ extension SuiteValue {
             guard a.count == b.count else { return false }
             // In the order the encoding writes them, key bytes against key bytes.
             return zip(a.keys.sorted(), b.keys.sorted()).allSatisfy { keyA, keyB in
-                Self.sameBytes(keyA, keyB) && a[keyA]!.isStored(identicallyTo: b[keyB]!)
+                keyA.hasSameBytes(as: keyB) && a[keyA]!.isStored(identicallyTo: b[keyB]!)
             }
         default:
             return false
         }
-    }
-
-    /// Whether two strings are the same UTF-8 bytes (String's `==` compares canonical
-    /// equivalence). Compared as contiguous bytes, eight at a time: the generic
-    /// `elementsEqual` costs a set of an unchanged value thirty instructions a byte.
-    private static func sameBytes(_ a: String, _ b: String) -> Bool {
-        // Strings that differ, the usual case of a write, are told apart by `==`
-        // without copying their bytes; only equal ones need the byte comparison.
-        guard a.utf8.count == b.utf8.count, a == b else { return false }
-        var a = a, b = b
-        return a.withUTF8 { first in b.withUTF8 { second in first.hasSameBytes(as: second) } }
     }
 }
 

@@ -23,6 +23,17 @@ struct FormatTests {
         }
     }
 
+    /// Strings by their bytes: canonically equivalent spellings, which `==` calls
+    /// equal (or, after some marks, not), are told apart; the same bytes are not.
+    @Test func stringsWithTheSameBytes() {
+        #expect("caf\u{E9}".hasSameBytes(as: "caf\u{E9}"))
+        #expect("caf\u{E9}" == "cafe\u{301}" && !"caf\u{E9}".hasSameBytes(as: "cafe\u{301}"))
+        #expect(!"a\u{F71}\u{F72}\u{F71}\u{F72}".hasSameBytes(as: "a\u{F71}\u{F71}\u{F72}\u{F72}"))
+        #expect("".hasSameBytes(as: "") && !"".hasSameBytes(as: "a") && !"ab".hasSameBytes(as: "ac"))
+        let long = String(repeating: "x", count: 41)
+        #expect(long.hasSameBytes(as: String(repeating: "x", count: 41)) && !long.hasSameBytes(as: String(repeating: "x", count: 40) + "y"))
+    }
+
     @Test func crc32cMatchesTheStandardCheckValues() {
         func crc(_ text: String) -> UInt32 { Array(text.utf8).withUnsafeBytes { CRC32C.checksum($0) } }
         #expect(crc("123456789") == 0xE306_9283)

@@ -18,3 +18,13 @@ extension UnsafeBufferPointer<UInt8> {
         return true
     }
 }
+
+extension String {
+    /// Whether `other` is the same UTF-8 bytes (Swift's `==` is canonical equivalence,
+    /// and after some marks not even that: `UTF8Text.normalForm`).
+    func hasSameBytes(as other: String) -> Bool {
+        guard utf8.count == other.utf8.count else { return false }
+        var first = self, second = other
+        return first.withUTF8 { bytes in second.withUTF8 { bytes.hasSameBytes(as: $0) } }
+    }
+}

@@ -36,7 +36,7 @@ enum UTF8Text {
         var form = text
         for _ in 0..<normalizationLimit {
             let next = nfcOnce(form)
-            if next.utf8.elementsEqual(form.utf8) { return (form, true) }
+            if next.hasSameBytes(as: form) { return (form, true) }
             form = next
         }
         return (form, false)
