@@ -87,6 +87,17 @@ void sd_fork_epoch_start(void);
 /// longer caches it, and a commit needs it twice.
 int32_t sd_process_id(void);
 
+/// The bytes that a read of `descriptor` would return now (`ioctl(FIONREAD)`), or -1 with errno.
+int sd_bytes_readable(int descriptor);
+
+/// A one-shot timer on the monotonic clock, as a descriptor (`timerfd_create`), or -1.
+int sd_timer_open(void);
+/// Arms the timer to expire in `nanoseconds` (0 disarms it, and forgets an expiry
+/// not waited for yet); -1 with errno on failure.
+int sd_timer_arm(int descriptor, int64_t nanoseconds);
+/// Waits until the timer expires; -1 when the descriptor cannot be read.
+int sd_timer_wait(int descriptor);
+
 /// Bytes of the heap in use (mallinfo2: blocks from the arena and mapped ones), for
 /// suite-bench's memory figures: what a process holds, without the code pages that
 /// first use brings in.

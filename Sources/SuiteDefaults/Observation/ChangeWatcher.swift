@@ -78,6 +78,8 @@ final class ChangeWatcher: Sendable {
         /// no reader thread, so it starts over.
         var epoch = ForkEpoch.current
         var inotify: CInt = -1
+        /// Who reads `inotify`; nil without a timer, when the reader takes no queue.
+        var readerRole: ReaderRole?
         var watches: [DirectoryIdentity: Watch] = [:]
         var identities: [Int32: DirectoryIdentity] = [:]
         /// The watches of parents of watched directories, and whose parents they are.
@@ -112,6 +114,7 @@ final class ChangeWatcher: Sendable {
         return try locked.withLock { state in
             if state.epoch != ForkEpoch.current {
                 if state.inotify >= 0 { Inotify.close(state.inotify) }
+                state.readerRole?.close()
                 inherited = state
                 state = State()
             }
@@ -179,7 +182,9 @@ final class ChangeWatcher: Sendable {
                                  message: "Could not start watching for changes (inotify_init1). Raise fs.inotify.max_user_instances if the limit was reached.")
             }
             state.inotify = descriptor
-            Threads.start(name: "suite-watcher") { [self] in run(descriptor) }
+            let role = ReaderRole()
+            state.readerRole = role
+            Threads.start(name: Self.readerThreadName) { [self] in run(descriptor, role) }
         }
         let identity = directory.identity
         guard state.watches[identity] == nil else { return }
@@ -325,18 +330,25 @@ final class ChangeWatcher: Sendable {
 
     // MARK: The reader thread
 
-    private func run(_ inotify: CInt) {
+    /// The name of a thread while it reads the instance.
+    static let readerThreadName = "suite-watcher"
+
+    /// The reader's loop, on the thread that reads for `role`; it ends when the
+    /// instance fails, or when the thread, done with an observers' queue it took while
+    /// another took the reading over, finds a third standing by.
+    private func run(_ inotify: CInt, _ role: ReaderRole?) {
         readerThread.markCurrentThread()
         let capacity = 64 * 1024
         let buffer = UnsafeMutableRawPointer.allocate(byteCount: capacity, alignment: 8)
+        defer { buffer.deallocate() }
         // Kept from one wake-up to the next, so that the usual one (one event, one
         // suite) allocates nothing here. `touched` holds watch descriptors, resolved
         // under the lock that collects the hubs (one lock per usual wake-up), and the
         // suites' names as bytes of `buffer`, read into again only once they are used.
         var events: [Inotify.Event] = [], touched: [(watch: Int32, suite: UnsafeBufferPointer<UInt8>)] = []
         var hubs: [ObserverHub] = [], listeners: [(DirectoryListener, String?)] = []
-        // Directories are lost only on this thread (`lose`), so it keeps track itself.
-        var directoriesLost = false
+        // Directories are lost only by the reader (`lose`), so it keeps track itself.
+        var directoriesLost = withState { !$0.lost.isEmpty }
         while true {
             // While directories are missing, wake up now and then to look for them.
             if directoriesLost {
@@ -397,9 +409,13 @@ final class ChangeWatcher: Sendable {
                     for listener in watch.watchers.listeners.values { listeners.append((listener, name)) }
                 }
             }
+            // One observers' queue at most is taken: its callbacks would hold back any
+            // other taken here.
+            var taken: ObserverHub.TakenQueue?
             for hub in hubs {
                 if everything { hub.lostEvents() }
-                hub.fileChanged()
+                let took = hub.fileChanged(mayTakeQueue: taken == nil && role != nil)
+                taken = taken ?? took
             }
             for (listener, suite) in listeners { listener.handler(suite) }
             // Emptied now, so that no hub or listener is kept alive until the next event.
@@ -407,6 +423,27 @@ final class ChangeWatcher: Sendable {
             touched.removeAllKeepingStorage()
             hubs.removeAllKeepingStorage()
             listeners.removeAllKeepingStorage()
+            guard taken != nil else { continue }
+            guard let role, role.ensureStandingBy(start: {
+                Threads.tryStart(name: Self.readerThreadName) { [self] in
+                    if role.standBy(started: true) { run(inotify, role) }
+                } == nil
+            }) else {
+                // Nobody could take the reading over: the queue's own thread runs it.
+                taken?.giveBack()
+                continue
+            }
+            role.pause()
+            readerThread.clear()
+            taken?.run()
+            // Not kept (nor the suite's store with it) by a thread that stands by.
+            taken = nil
+            if !role.resume() {
+                // The thread standing by reads now.
+                guard role.standBy(started: false) else { return }
+            }
+            readerThread.markCurrentThread()
+            directoriesLost = withState { !$0.lost.isEmpty }
         }
     }
 }

@@ -184,17 +184,50 @@ final class ObserverHub: AppliedCommitListener {
         }
     }
 
-    /// Called by the change watcher, on its thread, when the suite's file changed or
-    /// may have. When every observer asked for `.watcherThread` and neither the
-    /// observers' queue nor a lock holds it up, the store catches up right here and
-    /// the changes are delivered here, as jobs of the queue; otherwise on the queue.
-    func fileChanged() {
-        let queue = withObservers { $0.allOnWatcherThread ? Self.queue(of: &$0) : nil }
-        if let queue, let store {
-            var caughtUp = false
-            if queue.serial.runHereIfIdle({ caughtUp = store.catchUpWithoutWaiting() }), caughtUp { return }
+    /// Called by the change watcher's reader, on its thread, when the suite's file
+    /// changed or may have. When every observer asked for `.watcherThread` and neither
+    /// the observers' queue nor a lock holds it up, the store catches up right here and
+    /// the changes are delivered here, as jobs of the queue. Otherwise, `mayTakeQueue`,
+    /// an idle queue is taken for the reader, which pauses its reading and runs it
+    /// (`TakenQueue.run`); or the queue catches up on its own thread.
+    func fileChanged(mayTakeQueue: Bool) -> TakenQueue? {
+        let found = withObservers { observers in
+            observers.sinks.isEmpty ? nil : (queue: Self.queue(of: &observers), onWatcherThread: observers.allOnWatcherThread)
+        }
+        if let (queue, onWatcherThread) = found, let store {
+            if onWatcherThread {
+                var caughtUp = false
+                if queue.serial.runHereIfIdle({ caughtUp = store.catchUpWithoutWaiting() }), caughtUp { return nil }
+            } else if mayTakeQueue, queue.serial.borrowIfIdle() {
+                return TakenQueue(hub: self, queue: queue)
+            }
         }
         scheduleRefresh()
+        return nil
+    }
+
+    /// The observers' queue of a suite, idle, taken by the change watcher's reader: the
+    /// catch-up of the change and its deliveries run as jobs of the queue on the
+    /// reader's thread, its reading paused, saving the wake-up of the queue's own thread.
+    struct TakenQueue {
+        fileprivate let hub: ObserverHub
+        fileprivate let queue: ObserverQueue
+
+        /// Catches up and delivers, then runs the queue's jobs until none is left, and
+        /// gives the queue back. Only once the reader paused its reading
+        /// (`ReaderRole.pause`): this may wait for locks, and runs the callbacks.
+        func run() {
+            queue.serial.runBorrowed(everyJob: true) { [hub] in
+                if hub.store?.catchUpWithoutWaiting() == true { return }
+                hub.refresh()
+            }
+        }
+
+        /// Gives the queue back unrun, its catch-up scheduled on its own thread: for a
+        /// reader that could not hand its role over.
+        func giveBack() {
+            queue.serial.runBorrowed(everyJob: false) { hub.scheduleRefresh() }
+        }
     }
 
     /// The store catches up on the observers' queue. Events that come while a

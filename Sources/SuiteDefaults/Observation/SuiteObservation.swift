@@ -25,13 +25,19 @@ public struct SuiteObservation: Sendable {
 
     /// Which thread runs an observation's `onChange` and `onError`.
     public enum Delivery: Sendable {
-        /// A private serial queue of the suite (the default): a slow callback holds
-        /// back only the observers of its own suite.
+        /// A private serial queue of the suite (the default): calls one at a time,
+        /// in commit order, and free to wait for anything. A change from another
+        /// process is delivered by the thread that read it, which pauses its reading
+        /// meanwhile, when the queue is idle: that saves the wake-up of a second
+        /// thread. A callback that runs past 5 ms has the
+        /// reading taken over by another thread, so a slow callback holds back the
+        /// observers of the other suites of the process for at most that long, and
+        /// those of its own suite until it returns.
         case suiteQueue
         /// The process's change-watching thread, when it can be: the thread that
         /// reads the inotify events reads the change and calls the observers at
-        /// once, saving the wake-up of a second thread (a change from another process
-        /// arrives in a quarter to a half of the time). It does so only while the suite's
+        /// once, without pausing its reading (which saves the pause's timer, about
+        /// 1 µs). It does so only while the suite's
         /// queue is idle, every observation of the suite in this process asked for
         /// it, and reading the change needs no more than a short wait (for a commit
         /// in progress to be published, or for a lock); otherwise the change goes

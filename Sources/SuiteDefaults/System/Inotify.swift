@@ -1,3 +1,4 @@
+import CSuiteDefaults
 import Glibc
 
 /// The inotify calls the library makes: the change watcher's (one instance per
@@ -95,6 +96,9 @@ enum Inotify {
         // Not through `retryingInterrupts`: nothing queued, the usual answer, is an
         // error there, which would cost every commit an error made and thrown.
         while true {
+            let queued = sd_bytes_readable(instance)
+            if queued == 0 { return 0 }
+            if queued < 0 && errno == EINTR { continue }
             let count = Glibc.read(instance, buffer, capacity)
             if count > 0 { return count }
             if count == 0 { return nil }

@@ -82,25 +82,42 @@ final class SerialQueue: Sendable {
     /// done, then the rest. It saves the wake-up of the queue's thread, for a caller
     /// that would queue a job and have nothing else to do.
     func runHereIfIdle(_ body: () -> Void) -> Bool {
+        guard borrowIfIdle() else { return false }
+        runBorrowed(everyJob: false, body)
+        return true
+    }
+
+    /// Takes the queue for the calling thread if it has nothing to do now: until the
+    /// caller's `runBorrowed`, which it must make, the queue's own thread runs nothing.
+    func borrowIfIdle() -> Bool {
         jobs.condition.lock()
-        guard !jobs.borrowed, jobs.waiting.isEmpty, !jobs.running else {
-            jobs.condition.unlock()
-            return false
-        }
+        defer { jobs.condition.unlock() }
+        guard !jobs.borrowed, jobs.waiting.isEmpty, !jobs.running else { return false }
         jobs.borrowed = true
-        jobs.condition.unlock()
+        return true
+    }
+
+    /// On a queue that the caller borrowed (`borrowIfIdle`): runs `body`, then the
+    /// jobs queued meanwhile, on the calling thread, as jobs of this queue, and gives
+    /// the queue back. With `everyJob`, every job, until none is left; otherwise only
+    /// those that may run elsewhere, up to the first that may not, which the queue's
+    /// thread then runs.
+    func runBorrowed(everyJob: Bool, _ body: () -> Void) {
         body()
         jobs.condition.lock()
-        var queued = jobs.takeBatchForBorrower()
-        jobs.condition.unlock()
-        for job in queued { job.run() }
-        queued.removeAllKeepingStorage()
-        jobs.condition.lock()
-        jobs.keepAsSpare(&queued)
+        while true {
+            var queued = everyJob ? jobs.takeBatch() : jobs.takeBatchForBorrower()
+            let ranSome = !queued.isEmpty
+            jobs.condition.unlock()
+            for job in queued { job.run() }
+            queued.removeAllKeepingStorage()
+            jobs.condition.lock()
+            jobs.keepAsSpare(&queued)
+            if !everyJob || !ranSome { break }
+        }
         jobs.borrowed = false
         if !jobs.waiting.isEmpty { jobs.condition.signal() }
         jobs.condition.unlock()
-        return true
     }
 
     /// Waits until every job queued before this call has run.

@@ -1,0 +1,125 @@
+import Foundation
+import Glibc
+import Testing
+import TestSupport
+@_spi(Testing) @testable import SuiteDefaults
+
+/// The default delivery (`.suiteQueue`) runs on the thread that read the change, which
+/// pauses its reading meanwhile (`ReaderRole`): a callback that runs longer than
+/// `ReaderRole.longestPause` has its reading taken over by the thread standing by, so
+/// that it holds back no other suite's observers for long. Every change here comes
+/// from another process, so it reaches this one only through the reading.
+@Suite("A slow callback hands the reading over", .serialized)
+struct ReaderHandOverTests {
+    let directory = TemporaryDirectory()
+
+    func open(_ name: String) throws -> Suite {
+        try Suite(named: name, directory: directory.url)
+    }
+
+    /// An observation's callback that blocks at its first change until the gate opens
+    /// (or 60 s pass, longer than any wait of these tests), and records everything it
+    /// receives.
+    final class BlockedObserver: @unchecked Sendable {
+        let recorder = ChangeRecorder()
+        let entered = DispatchSemaphore(value: 0)
+        private let gate = DispatchSemaphore(value: 0)
+        private let first = LockedBox(true)
+
+        var handler: @Sendable (SuiteChange) -> Void {
+            { [self] change in
+                recorder.handler(change)
+                let isFirst = first.withLock { value -> Bool in
+                    defer { value = false }
+                    return value
+                }
+                guard isFirst else { return }
+                entered.signal()
+                _ = gate.wait(timeout: .now() + 60)
+            }
+        }
+
+        func open() { gate.signal() }
+    }
+
+    @Test func anotherSuitesChangesArriveWhileACallbackBlocks() throws {
+        let slow = try open("slow"), other = try open("other")
+        let blocked = BlockedObserver(), recorder = ChangeRecorder()
+        let tokens = [
+            try SuiteObservation.allKeys.start(in: slow, onChange: blocked.handler),
+            try SuiteObservation.allKeys.start(in: other, onChange: recorder.handler),
+        ]
+        defer { blocked.open() }
+        try writeFromAnotherProcess("k", "1", in: directory.url, suite: "slow")
+        #expect(blocked.entered.wait(timeout: .now() + 10) == .success)
+        // Without the hand-over, nothing reads until the callback returns.
+        for index in 0..<3 {
+            try writeFromAnotherProcess("k", "\(index)", in: directory.url, suite: "other")
+            #expect(recorder.wait(for: "k", toBecome: .string("\(index)"), timeout: .seconds(10)),
+                    "another suite's change did not arrive while a callback blocked")
+        }
+        // The blocked suite's own later changes wait for its callback, then arrive in order.
+        try writeFromAnotherProcess("k", "2", in: directory.url, suite: "slow")
+        #expect(blocked.recorder.changes.count == 1)
+        blocked.open()
+        #expect(blocked.recorder.wait(for: "k", toBecome: .string("2")))
+        #expect(blocked.recorder.changes.compactMap(\.newValue) == [.string("1"), .string("2")])
+        withExtendedLifetime(tokens) {}
+    }
+
+    /// Two callbacks blocked at once, each on the thread that read its change: the
+    /// thread that took the reading over from the first hands it over again, to a
+    /// thread it started to stand by.
+    @Test func twoBlockedCallbacksStillLeaveTheReadingToAThird() throws {
+        let first = try open("first"), second = try open("second"), third = try open("third")
+        let blockedFirst = BlockedObserver(), blockedSecond = BlockedObserver(), recorder = ChangeRecorder()
+        let tokens = [
+            try SuiteObservation.allKeys.start(in: first, onChange: blockedFirst.handler),
+            try SuiteObservation.allKeys.start(in: second, onChange: blockedSecond.handler),
+            try SuiteObservation.allKeys.start(in: third, onChange: recorder.handler),
+        ]
+        defer {
+            blockedFirst.open()
+            blockedSecond.open()
+        }
+        try writeFromAnotherProcess("k", "1", in: directory.url, suite: "first")
+        #expect(blockedFirst.entered.wait(timeout: .now() + 10) == .success)
+        try writeFromAnotherProcess("k", "1", in: directory.url, suite: "second")
+        #expect(blockedSecond.entered.wait(timeout: .now() + 10) == .success)
+        try writeFromAnotherProcess("k", "1", in: directory.url, suite: "third")
+        #expect(recorder.wait(for: "k", toBecome: .string("1"), timeout: .seconds(10)),
+                "a third suite's change did not arrive while two callbacks blocked")
+        withExtendedLifetime(tokens) {}
+    }
+
+    /// Slow callbacks, again and again: the threads that ran them stand by or end,
+    /// and the reading goes on. The process keeps a bounded number of threads.
+    @Test func slowCallbacksAgainAndAgainLeaveNoThreadsBehind() throws {
+        let slow = try open("again"), other = try open("bystander")
+        let recorder = ChangeRecorder(), slowRecorder = ChangeRecorder()
+        let tokens = [
+            try SuiteObservation.allKeys.start(in: slow) { change in
+                slowRecorder.handler(change)
+                usleep(useconds_t(ReaderRole.longestPause.wholeNanoseconds / 1000 * 3))
+            },
+            try SuiteObservation.allKeys.start(in: other, onChange: recorder.handler),
+        ]
+        let before = Self.threadCount()
+        for index in 0..<20 {
+            try writeFromAnotherProcess("k", "\(index)", in: directory.url, suite: "again")
+            try writeFromAnotherProcess("k", "\(index)", in: directory.url, suite: "bystander")
+            #expect(slowRecorder.wait(for: "k", toBecome: .string("\(index)")))
+            #expect(recorder.wait(for: "k", toBecome: .string("\(index)")))
+        }
+        // One reading, one standing by, the suites' own queues, and a thread or two of
+        // the test's own; a thread per slow callback would be twenty more.
+        let after = Self.threadCount()
+        #expect(after <= before + 3, "threads: \(before) before, \(after) after")
+        #expect(slowRecorder.changes.compactMap(\.newValue) == (0..<20).map { .string("\($0)") })
+        withExtendedLifetime(tokens) {}
+    }
+
+    static func threadCount() -> Int {
+        (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task").count) ?? 0
+    }
+}
