@@ -260,10 +260,3 @@ size_t sd_heap_bytes_in_use(void) {
     struct mallinfo2 info = mallinfo2();
     return info.uordblks + info.hblkhd;
 }
-
-#include <sys/ioctl.h>
-
-int sd_bytes_readable(int descriptor) {
-    int count = 0;
-    return ioctl(descriptor, FIONREAD, &count) < 0 ? -1 : count;
-}

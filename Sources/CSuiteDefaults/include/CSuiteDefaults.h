@@ -87,9 +87,6 @@ void sd_fork_epoch_start(void);
 /// longer caches it, and a commit needs it twice.
 int32_t sd_process_id(void);
 
-/// The bytes that a read of `descriptor` would return now (`ioctl(FIONREAD)`), or -1 with errno.
-int sd_bytes_readable(int descriptor);
-
 /// A one-shot timer on the monotonic clock, as a descriptor (`timerfd_create`), or -1.
 int sd_timer_open(void);
 /// Arms the timer to expire in `nanoseconds` (0 disarms it, and forgets an expiry

@@ -75,7 +75,7 @@ final class ChangeWatcher: Sendable {
     private struct State {
         /// The fork epoch this state belongs to: a forked child shares the parent's
         /// inotify descriptor (reading it would steal the parent's events) and has
-        /// no reader thread, so it starts over.
+        /// no reader thread, so it starts over, reading none of the parent's.
         var epoch = ForkEpoch.current
         var inotify: CInt = -1
         /// Who reads `inotify`; nil without a timer, when the reader takes no queue.
@@ -113,8 +113,8 @@ final class ChangeWatcher: Sendable {
         defer { withExtendedLifetime(inherited) {} }
         return try locked.withLock { state in
             if state.epoch != ForkEpoch.current {
-                if state.inotify >= 0 { Inotify.close(state.inotify) }
-                state.readerRole?.close()
+                // The parent's descriptors are left open (close-on-exec), never closed
+                // by number: the child may have closed them and opened its own there.
                 inherited = state
                 state = State()
             }
@@ -433,8 +433,9 @@ final class ChangeWatcher: Sendable {
                 taken?.giveBack()
                 continue
             }
-            role.pause()
+            // Unmarked first: once paused, a thread standing by may take over and mark itself.
             readerThread.clear()
+            role.pause()
             taken?.run()
             // Not kept (nor the suite's store with it) by a thread that stands by.
             taken = nil

@@ -11,7 +11,7 @@
 /// (`resume`), or else stands by itself, or ends when a thread stands by already.
 ///
 /// Made with each inotify instance: a forked child, which has none of its parent's
-/// threads, starts over with a new instance and a new role (`close`, in the child).
+/// threads, starts over with a new instance and a new role.
 final class ReaderRole: @unchecked Sendable {
     /// The longest that a queue's callbacks hold back the reading of every other
     /// observed suite of the process.
@@ -93,10 +93,5 @@ final class ReaderRole: @unchecked Sendable {
                 return true
             }
         }
-    }
-
-    /// In a forked child: the parent's timer, inherited, is closed.
-    func close() {
-        timer.close()
     }
 }

@@ -1,4 +1,3 @@
-import CSuiteDefaults
 import Glibc
 
 /// The inotify calls the library makes: the change watcher's (one instance per
@@ -96,9 +95,6 @@ enum Inotify {
         // Not through `retryingInterrupts`: nothing queued, the usual answer, is an
         // error there, which would cost every commit an error made and thrown.
         while true {
-            let queued = sd_bytes_readable(instance)
-            if queued == 0 { return 0 }
-            if queued < 0 && errno == EINTR { continue }
             let count = Glibc.read(instance, buffer, capacity)
             if count > 0 { return count }
             if count == 0 { return nil }

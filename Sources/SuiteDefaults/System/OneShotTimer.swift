@@ -1,5 +1,4 @@
 import CSuiteDefaults
-import Glibc
 
 /// A timer on the monotonic clock that a thread waits for, armed and disarmed by
 /// another (`timerfd`): arming it costs one system call and wakes nobody.
@@ -26,9 +25,5 @@ struct OneShotTimer: Sendable {
     /// descriptor was closed).
     func wait() -> Bool {
         sd_timer_wait(descriptor) == 0
-    }
-
-    func close() {
-        Glibc.close(descriptor)
     }
 }
