@@ -548,8 +548,9 @@ struct HostileRoundNineteenTests: WatchedFilesTesting {
 
     /// In a forked child where no thread can be started any more (every new thread's
     /// stack made too large to map; the suites' queues made before, by a first change
-    /// each, since a queue that cannot start its thread is fatal, as before this
-    /// change): a slow callback cannot hand the reading over, so the queue is given
+    /// each, since an observation whose queue cannot start its thread is refused:
+    /// `anObservationWithNoThreadToStartThrows`): a slow callback cannot hand the
+    /// reading over, so the queue is given
     /// back and its own thread runs it; other suites still hear.
     @Test func noStandbyThreadCanBeStarted() throws {
         let dir = directory.url
@@ -597,6 +598,42 @@ struct HostileRoundNineteenTests: WatchedFilesTesting {
             return 0
         }
         #expect(status == 0, "the child: \(status.map(String.init) ?? "killed or hung")")
+    }
+
+    /// In a forked child where no thread can be started: an observation, of a suite or
+    /// of a directory, cannot have its queue's thread or the change watcher's, and
+    /// says so with a typed error instead of stopping the process (it was fatal: the
+    /// helper of this round hit it). Reads and writes go on, and nothing is watched.
+    @Test func anObservationWithNoThreadToStartThrows() throws {
+        let dir = directory.url
+        let status = Self.inChild {
+            guard let suite = try? Suite(named: "nothread-at-all", directory: dir) else { return 10 }
+            typealias SetDefault = @convention(c) (UnsafePointer<pthread_attr_t>) -> CInt
+            guard let symbol = dlsym(nil, "pthread_setattr_default_np") else { return 13 }
+            var attributes = pthread_attr_t()
+            pthread_attr_init(&attributes)
+            pthread_attr_setstacksize(&attributes, 1 << 46)
+            guard unsafeBitCast(symbol, to: SetDefault.self)(&attributes) == 0 else { return 14 }
+            var probe = pthread_t()
+            guard pthread_create(&probe, nil, { _ in nil }, nil) != 0 else { return 15 }
+            do {
+                _ = try SuiteObservation.allKeys.start(in: suite) { _ in }
+                return 20
+            } catch let error as SuiteError where error.code == .ioFailure {
+            } catch {
+                return 21
+            }
+            do {
+                _ = try Suite.observeSuites(in: dir) { _ in }
+                return 22
+            } catch let error as SuiteError where error.code == .ioFailure {
+            } catch {
+                return 23
+            }
+            guard (try? suite.set("still", forKey: "k")) != nil, suite.string(forKey: "k") == "still" else { return 24 }
+            return ChangeWatcher.shared.watchedDirectories.isEmpty ? 0 : 25
+        }
+        #expect(status == 0, "the child: \(status.map(String.init) ?? "killed (a fatal error) or hung")")
     }
 
     /// A write from another process, made with fork and exec (no thread needed).

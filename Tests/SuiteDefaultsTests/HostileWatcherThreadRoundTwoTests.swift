@@ -312,7 +312,7 @@ struct HostileWatcherThreadRoundTwoTests {
     /// does), a fourth waits for the queued jobs: every job runs once, in the order
     /// queued, one at a time, and every wait ends.
     @Test func aBorrowedQueueRunsEveryJobOnceInOrderOneAtATime() throws {
-        let queue = SerialQueue(name: "hostile-borrow")
+        let queue = try #require(SerialQueue(name: "hostile-borrow"))
         let order = NSLock()
         let next = LockedBox(0)
         let log = LockedBox<[Int]>([])

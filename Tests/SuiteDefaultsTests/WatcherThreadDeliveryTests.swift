@@ -181,8 +181,8 @@ struct WatcherThreadDeliveryTests {
 
     /// The queue that lends itself to a caller runs nothing of its own meanwhile, and
     /// afterwards runs what was queued in the meantime, in order.
-    @Test func aBorrowedQueueKeepsItsJobsInOrder() {
-        let queue = SerialQueue(name: "borrowed")
+    @Test func aBorrowedQueueKeepsItsJobsInOrder() throws {
+        let queue = try #require(SerialQueue(name: "borrowed"))
         let order = LockedBox<[Int]>([])
         let ran = queue.runHereIfIdle {
             order.withLock { $0.append(1) }

@@ -78,8 +78,6 @@ final class ChangeWatcher: Sendable {
         /// no reader thread, so it starts over, reading none of the parent's.
         var epoch = ForkEpoch.current
         var inotify: CInt = -1
-        /// Who reads `inotify`; nil without a timer, when the reader takes no queue.
-        var readerRole: ReaderRole?
         var watches: [DirectoryIdentity: Watch] = [:]
         var identities: [Int32: DirectoryIdentity] = [:]
         /// The watches of parents of watched directories, and whose parents they are.
@@ -181,10 +179,14 @@ final class ChangeWatcher: Sendable {
                 throw SuiteError(.ioFailure, suite: suite, errno: failure.errno,
                                  message: "Could not start watching for changes (inotify_init1). Raise fs.inotify.max_user_instances if the limit was reached.")
             }
-            state.inotify = descriptor
+            // Nil without a timer: the reader then takes no queue.
             let role = ReaderRole()
-            state.readerRole = role
-            Threads.start(name: Self.readerThreadName) { [self] in run(descriptor, role) }
+            if let failure = Threads.tryStart(name: Self.readerThreadName, { [self] in run(descriptor, role) }) {
+                Inotify.close(descriptor)
+                throw SuiteError(.ioFailure, suite: suite, errno: failure,
+                                 message: "Could not start the thread that watches for changes (pthread_create failed: the process's limit of threads, or no memory for a stack); nothing is observed.")
+            }
+            state.inotify = descriptor
         }
         let identity = directory.identity
         guard state.watches[identity] == nil else { return }
@@ -330,7 +332,7 @@ final class ChangeWatcher: Sendable {
 
     // MARK: The reader thread
 
-    /// The name of a thread while it reads the instance.
+    /// The name of the threads that read the instance (and run the queues they take).
     static let readerThreadName = "suite-watcher"
 
     /// The reader's loop, on the thread that reads for `role`; it ends when the

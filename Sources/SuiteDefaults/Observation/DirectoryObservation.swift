@@ -14,7 +14,7 @@ extension Suite {
     /// suite (see `SuiteObservation`), and a suite found that cannot be observed.
     ///
     /// - Throws: `SuiteError` `.notFound` when the directory does not exist, or when
-    ///   it cannot be watched.
+    ///   it cannot be watched; `.ioFailure` when no thread can be started to serve it.
     public static func observeSuites(
         in directory: URL? = nil, keys: [String]? = nil, includingCurrentValues: Bool = false,
         options: Options = Options(), onError: (@Sendable (SuiteError) -> Void)? = nil,
@@ -55,7 +55,7 @@ final class DirectoryObservation: Sendable {
     }
     private let observed = Locked(Observed())
     /// Where suites found by the watcher are opened, away from the watcher's thread.
-    private let opening = SerialQueue(name: "suite-directory")
+    private let opening: SerialQueue
 
     init(directory: URL, keys: Set<String>?, options: Suite.Options, onError: (@Sendable (SuiteError) -> Void)?,
          onChange: @escaping @Sendable (SuiteChange) -> Void) throws {
@@ -64,6 +64,11 @@ final class DirectoryObservation: Sendable {
         self.options = options
         self.onError = onError
         self.onChange = onChange
+        guard let opening = SerialQueue(name: "suite-directory") else {
+            throw SuiteError(.ioFailure, suite: nil, path: self.directory.filePath,
+                             message: "Could not start a thread for the directory's observers (pthread_create failed: the process's limit of threads, or no memory for a stack); nothing is observed.")
+        }
+        self.opening = opening
         do {
             handle = try DirectoryHandle.open(path: self.directory.filePath)
         } catch {

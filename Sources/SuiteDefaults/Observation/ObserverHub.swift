@@ -60,8 +60,10 @@ final class ObserverHub: AppliedCommitListener {
     }
 
     /// The queue of this suite's observers, made with the first; in a forked child,
-    /// made again (the parent's thread does not exist there).
-    private var queue: ObserverQueue {
+    /// made again (the parent's thread does not exist there). Nil when its thread
+    /// could not be started: then nobody observes the suite in this process (`add`
+    /// throws).
+    private var queue: ObserverQueue? {
         withObservers(Self.queue(of:))
     }
 
@@ -70,13 +72,15 @@ final class ObserverHub: AppliedCommitListener {
     /// nobody).
     private func sinksAndQueue() -> (sinks: [ObserverSink], onWatcherThread: Bool, queue: ObserverQueue)? {
         withObservers { observers in
-            observers.sinks.isEmpty ? nil : (observers.list, observers.allOnWatcherThread, Self.queue(of: &observers))
+            guard !observers.sinks.isEmpty, let queue = Self.queue(of: &observers) else { return nil }
+            return (observers.list, observers.allOnWatcherThread, queue)
         }
     }
 
-    private static func queue(of observers: inout Observers) -> ObserverQueue {
+    private static func queue(of observers: inout Observers) -> ObserverQueue? {
         if let queue = observers.queue { return queue }
-        let made = ObserverQueue(serial: SerialQueue(name: "suite-observers"))
+        guard let serial = SerialQueue(name: "suite-observers") else { return nil }
+        let made = ObserverQueue(serial: serial)
         observers.queue = made
         return made
     }
@@ -89,6 +93,11 @@ final class ObserverHub: AppliedCommitListener {
     func add(_ sink: ObserverSink, initialValues: SuiteChange.Kind?, lockTimeout: Duration?) throws -> SuiteCancellable {
         guard let lease else { throw SuiteError(.ioFailure, suite: suite, message: "The suite was closed.") }
         let store = lease.store
+        // The queue first: an observer is registered only where it can be served.
+        guard let queue else {
+            throw SuiteError(.ioFailure, suite: suite,
+                             message: "Could not start a thread for the suite's observers (pthread_create failed: the process's limit of threads, or no memory for a stack); nothing is observed.")
+        }
         try ChangeWatcher.shared.watch(self, directory: store.directory)
         // Catch up first, so that earlier observers receive what came before this one.
         try? store.reload(lockTimeout: lockTimeout)
@@ -191,8 +200,9 @@ final class ObserverHub: AppliedCommitListener {
     /// an idle queue is taken for the reader, which pauses its reading and runs it
     /// (`TakenQueue.run`); or the queue catches up on its own thread.
     func fileChanged(mayTakeQueue: Bool) -> TakenQueue? {
-        let found = withObservers { observers in
-            observers.sinks.isEmpty ? nil : (queue: Self.queue(of: &observers), onWatcherThread: observers.allOnWatcherThread)
+        let found = withObservers { observers -> (queue: ObserverQueue, onWatcherThread: Bool)? in
+            guard !observers.sinks.isEmpty, let queue = Self.queue(of: &observers) else { return nil }
+            return (queue, observers.allOnWatcherThread)
         }
         if let (queue, onWatcherThread) = found, let store {
             if onWatcherThread {
@@ -224,7 +234,7 @@ final class ObserverHub: AppliedCommitListener {
         }
 
         /// Gives the queue back unrun, its catch-up scheduled on its own thread: for a
-        /// reader that could not hand its role over.
+        /// reader with no thread to stand by while it runs it.
         func giveBack() {
             queue.serial.runBorrowed(everyJob: false) { hub.scheduleRefresh() }
         }
@@ -233,8 +243,8 @@ final class ObserverHub: AppliedCommitListener {
     /// The store catches up on the observers' queue. Events that come while a
     /// catch-up is waiting to start are covered by it.
     func scheduleRefresh() {
-        let queue = self.queue
-        guard !queue.refreshScheduled.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        // No queue: nobody observes the suite in this process.
+        guard let queue = self.queue, !queue.refreshScheduled.exchange(true, ordering: .acquiringAndReleasing) else { return }
         queue.async { [self] in
             queue.refreshScheduled.store(false, ordering: .releasing)
             refresh()
@@ -251,14 +261,16 @@ final class ObserverHub: AppliedCommitListener {
         }
     }
 
-    /// Runs `work` on the observers' queue after the changes already queued.
+    /// Runs `work` on the observers' queue after the changes already queued (at once
+    /// when there is no queue: nobody observes the suite in this process).
     func enqueue(_ work: @escaping @Sendable () -> Void) {
+        guard let queue else { return work() }
         queue.async(work)
     }
 
     /// Waits until every change found so far has been handed to the observers.
     func waitForDelivery() {
-        queue.waitForQueuedJobs()
+        queue?.waitForQueuedJobs()
     }
 
     // MARK: What keeps changes from arriving

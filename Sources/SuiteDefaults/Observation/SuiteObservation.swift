@@ -36,8 +36,8 @@ public struct SuiteObservation: Sendable {
         case suiteQueue
         /// The process's change-watching thread, when it can be: the thread that
         /// reads the inotify events reads the change and calls the observers at
-        /// once, without pausing its reading (which saves the pause's timer, about
-        /// 1 µs). It does so only while the suite's
+        /// once, without pausing its reading (which saves the pause's timer, 1–2
+        /// µs). It does so only while the suite's
         /// queue is idle, every observation of the suite in this process asked for
         /// it, and reading the change needs no more than a short wait (for a commit
         /// in progress to be published, or for a lock); otherwise the change goes
@@ -92,7 +92,8 @@ public struct SuiteObservation: Sendable {
     /// call at a time, on a private serial queue of the suite (or as `delivery`
     /// says), until the token is cancelled or released.
     ///
-    /// - Throws: `SuiteError` when the directory cannot be watched (inotify limits).
+    /// - Throws: `SuiteError` when the directory cannot be watched (inotify limits), or
+    ///   `.ioFailure` when no thread can be started to serve the observation.
     public func start(
         in suite: Suite, onError: (@Sendable (SuiteError) -> Void)? = nil,
         onChange: @escaping @Sendable (SuiteChange) -> Void

@@ -10,10 +10,19 @@ enum LockHolders {
         let minor = file.device & 0xFF | (file.device >> 12) & ~0xFF
         let target = hex2(major) + ":" + hex2(minor) + ":" + String(file.inode)
         guard let text = readProcLocks() else { return [] }
+        return pids(in: text, holding: target)
+    }
+
+    /// The holders of `target` ("MAJOR:MINOR:INODE") in the text of /proc/locks, each
+    /// once: a list read in several pieces while other locks come and go may show a
+    /// line twice (seq_file reads on from an offset into a list that moved).
+    static func pids(in text: String, holding target: String) -> [Int32] {
         var pids: [Int32] = []
         for line in text.split(separator: "\n") where !line.contains("->") {
             let fields = line.split(separator: " ")
-            guard fields.count >= 6, fields[1] == "FLOCK", fields[5] == target, let pid = Int32(fields[4]) else { continue }
+            guard fields.count >= 6, fields[1] == "FLOCK", fields[5] == target, let pid = Int32(fields[4]),
+                  !pids.contains(pid)
+            else { continue }
             pids.append(pid)
         }
         return pids

@@ -53,9 +53,15 @@ final class SerialQueue: Sendable {
     /// The fork epoch the thread was started in; in another, the thread is gone.
     let epoch = ForkEpoch.current
 
-    init(name: String) {
+    /// A queue and its thread; nil when no thread can be started (the process's limit
+    /// of threads, or no memory for a stack).
+    init?(name: String) {
         let jobs = self.jobs
-        Threads.start(name: name) { Self.run(jobs) }
+        guard Threads.tryStart(name: name, { Self.run(jobs) }) == nil else {
+            // Released now, unused: its deinit then finds no thread to end.
+            jobs.released = true
+            return nil
+        }
     }
 
     deinit {

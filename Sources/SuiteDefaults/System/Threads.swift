@@ -19,13 +19,8 @@ enum Threads {
         }
     }
 
-    static func start(name: String, _ run: @escaping @Sendable () -> Void) {
-        guard let failure = tryStart(name: name, run) else { return }
-        fatalError("pthread_create failed: \(String(cString: strerror(failure)))")
-    }
-
-    /// Starts a thread as `start` does; the error number when none could be started
-    /// (`EAGAIN` at the process's limit of threads), nil when it was.
+    /// Starts a thread running `run`, named `name`; the error number when none could be
+    /// started (`EAGAIN` at the process's limit of threads), nil when it was.
     static func tryStart(name: String, _ run: @escaping @Sendable () -> Void) -> CInt? {
         let context = Unmanaged.passRetained(Body(name, run)).toOpaque()
         var thread = pthread_t()
