@@ -575,14 +575,7 @@ struct HostileRoundNineteenTests: WatchedFilesTesting {
                   recorder.wait(for: "k", toBecome: "warm", timeout: .seconds(20))
             else { return 12 }
             // Every later pthread_create fails.
-            typealias SetDefault = @convention(c) (UnsafePointer<pthread_attr_t>) -> CInt
-            guard let symbol = dlsym(nil, "pthread_setattr_default_np") else { return 13 }
-            var attributes = pthread_attr_t()
-            pthread_attr_init(&attributes)
-            pthread_attr_setstacksize(&attributes, 1 << 46)
-            guard unsafeBitCast(symbol, to: SetDefault.self)(&attributes) == 0 else { return 14 }
-            var probe = pthread_t()
-            guard pthread_create(&probe, nil, { _ in nil }, nil) != 0 else { return 15 }
+            if let failed = Self.makeEveryNewThreadFail() { return failed }
             // Two slow changes: the first may be handed to the thread standing by
             // (started while threads could be), the second finds none to start.
             for round in 0..<2 {
@@ -608,14 +601,7 @@ struct HostileRoundNineteenTests: WatchedFilesTesting {
         let dir = directory.url
         let status = Self.inChild {
             guard let suite = try? Suite(named: "nothread-at-all", directory: dir) else { return 10 }
-            typealias SetDefault = @convention(c) (UnsafePointer<pthread_attr_t>) -> CInt
-            guard let symbol = dlsym(nil, "pthread_setattr_default_np") else { return 13 }
-            var attributes = pthread_attr_t()
-            pthread_attr_init(&attributes)
-            pthread_attr_setstacksize(&attributes, 1 << 46)
-            guard unsafeBitCast(symbol, to: SetDefault.self)(&attributes) == 0 else { return 14 }
-            var probe = pthread_t()
-            guard pthread_create(&probe, nil, { _ in nil }, nil) != 0 else { return 15 }
+            if let failed = Self.makeEveryNewThreadFail() { return failed }
             do {
                 _ = try SuiteObservation.allKeys.start(in: suite) { _ in }
                 return 20
@@ -634,6 +620,20 @@ struct HostileRoundNineteenTests: WatchedFilesTesting {
             return ChangeWatcher.shared.watchedDirectories.isEmpty ? 0 : 25
         }
         #expect(status == 0, "the child: \(status.map(String.init) ?? "killed (a fatal error) or hung")")
+    }
+
+    /// In a forked child: makes every later `pthread_create` fail (each new thread's
+    /// default stack too large to map; RLIMIT_NPROC does not bind root). Nil when it
+    /// does, else the child's exit status saying which step did not work.
+    static func makeEveryNewThreadFail() -> Int32? {
+        typealias SetDefault = @convention(c) (UnsafePointer<pthread_attr_t>) -> CInt
+        guard let symbol = dlsym(nil, "pthread_setattr_default_np") else { return 13 }
+        var attributes = pthread_attr_t()
+        pthread_attr_init(&attributes)
+        pthread_attr_setstacksize(&attributes, 1 << 46)
+        guard unsafeBitCast(symbol, to: SetDefault.self)(&attributes) == 0 else { return 14 }
+        var probe = pthread_t()
+        return pthread_create(&probe, nil, { _ in nil }, nil) != 0 ? nil : 15
     }
 
     /// A write from another process, made with fork and exec (no thread needed).
