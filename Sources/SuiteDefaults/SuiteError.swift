@@ -130,3 +130,12 @@ extension SuiteError {
                   message: "Could not \(action): \(failure.description). \(advice)")
     }
 }
+
+extension SuiteError {
+    /// An observation refused because `thread`, which would serve it, could not be
+    /// started.
+    static func threadNotStarted(_ thread: String, suite: String?, path: String? = nil, errno: Int32? = nil) -> SuiteError {
+        SuiteError(.ioFailure, suite: suite, path: path, errno: errno,
+                   message: "Could not start \(thread) (pthread_create failed: the process's limit of threads, or no memory for a stack); nothing is observed.")
+    }
+}

@@ -183,8 +183,7 @@ final class ChangeWatcher: Sendable {
             let role = ReaderRole()
             if let failure = Threads.tryStart(name: Self.readerThreadName, { [self] in run(descriptor, role) }) {
                 Inotify.close(descriptor)
-                throw SuiteError(.ioFailure, suite: suite, errno: failure,
-                                 message: "Could not start the thread that watches for changes (pthread_create failed: the process's limit of threads, or no memory for a stack); nothing is observed.")
+                throw SuiteError.threadNotStarted("the thread that watches for changes", suite: suite, errno: failure)
             }
             state.inotify = descriptor
         }

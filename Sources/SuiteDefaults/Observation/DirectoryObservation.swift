@@ -65,8 +65,7 @@ final class DirectoryObservation: Sendable {
         self.onError = onError
         self.onChange = onChange
         guard let opening = SerialQueue(name: "suite-directory") else {
-            throw SuiteError(.ioFailure, suite: nil, path: self.directory.filePath,
-                             message: "Could not start a thread for the directory's observers (pthread_create failed: the process's limit of threads, or no memory for a stack); nothing is observed.")
+            throw SuiteError.threadNotStarted("a thread for the directory's observers", suite: nil, path: self.directory.filePath)
         }
         self.opening = opening
         do {

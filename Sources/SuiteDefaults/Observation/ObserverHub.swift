@@ -95,8 +95,7 @@ final class ObserverHub: AppliedCommitListener {
         let store = lease.store
         // The queue first: an observer is registered only where it can be served.
         guard let queue else {
-            throw SuiteError(.ioFailure, suite: suite,
-                             message: "Could not start a thread for the suite's observers (pthread_create failed: the process's limit of threads, or no memory for a stack); nothing is observed.")
+            throw SuiteError.threadNotStarted("a thread for the suite's observers", suite: suite)
         }
         try ChangeWatcher.shared.watch(self, directory: store.directory)
         // Catch up first, so that earlier observers receive what came before this one.
