@@ -137,7 +137,7 @@ let package = Package(
         // The worker that multi-process tests spawn as real child processes.
         .executableTarget(
             name: "suite-test-worker",
-            dependencies: ["SuiteDefaults", "UnitPreferences", "ToolSupport", "WorkerRoles"],
+            dependencies: ["ChildProcess", "SuiteDefaults", "UnitPreferences", "ToolSupport", "WorkerRoles"],
             path: "Tests/suite-test-worker"
         ),
         // What the test targets share: temporary directories, workers, recorders, etcd.

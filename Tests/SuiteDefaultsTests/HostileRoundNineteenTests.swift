@@ -63,23 +63,6 @@ struct HostileRoundNineteenTests: WatchedFilesTesting {
         return true
     }
 
-    /// The inotify instances of this process, with how many watches each has.
-    static func inotifyDescriptors() -> [(number: Int32, watches: Int)] {
-        var found: [(Int32, Int)] = []
-        guard let dir = opendir("/proc/self/fd") else { return [] }
-        defer { closedir(dir) }
-        while let entry = readdir(dir) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-            guard let number = Int32(name) else { continue }
-            var target = [CChar](repeating: 0, count: 256)
-            let length = readlink("/proc/self/fd/\(name)", &target, 255)
-            guard length > 0, String(decoding: target[..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self) == "anon_inode:inotify" else { continue }
-            let info = (try? String(contentsOfFile: "/proc/self/fdinfo/\(name)", encoding: .utf8)) ?? ""
-            found.append((number, info.split(separator: "\n").filter { $0.hasPrefix("inotify wd:") }.count))
-        }
-        return found
-    }
-
     /// A byte-for-byte copy with plain calls (safe in a forked child).
     static func copyFile(_ from: String, _ to: String) -> Bool {
         let source = Glibc.open(from, O_RDONLY)
@@ -95,30 +78,6 @@ struct HostileRoundNineteenTests: WatchedFilesTesting {
             if count < 0 { return false }
             guard buffer.withUnsafeBytes({ write(target, $0.baseAddress, count) }) == count else { return false }
         }
-    }
-
-    /// A callback gate: blocks the first `blocking` changes until opened (or 60 s).
-    final class Gate: @unchecked Sendable {
-        let recorder = ChangeRecorder()
-        let entered = DispatchSemaphore(value: 0)
-        private let gate = DispatchSemaphore(value: 0)
-        private let left: LockedBox<Int>
-        init(blocking: Int = 1) { left = LockedBox(blocking) }
-
-        var handler: @Sendable (SuiteChange) -> Void {
-            { [self] change in
-                recorder.handler(change)
-                let blocks = left.withLock { value -> Bool in
-                    defer { value -= 1 }
-                    return value > 0
-                }
-                guard blocks else { return }
-                entered.signal()
-                _ = gate.wait(timeout: .now() + 60)
-            }
-        }
-
-        func open(_ times: Int = 1) { for _ in 0..<times { gate.signal() } }
     }
 
     // MARK: 1. FIONREAD on a number that is no longer the instance
@@ -139,12 +98,12 @@ struct HostileRoundNineteenTests: WatchedFilesTesting {
         let dir = directory.url, data = path(name), backup = directory.file("backup-\(mode)").path
         let copy = directory.file("copy-\(mode)").path, empty = directory.file("empty-\(mode)").path
         let status = Self.inChild {
-            let before = Set(Self.inotifyDescriptors().map(\.number))
+            let before = Set(OpenDescriptors.inotifyInstances().map(\.number))
             guard let suite = try? Suite(named: name, directory: dir),
                   (try? suite.set(1, forKey: "first")) != nil, (try? suite.set(2, forKey: "second")) != nil
             else { return 10 }
             guard suite.store.skipsFileStatusWhileUnchanged else { return 11 }
-            guard let target = Self.inotifyDescriptors().first(where: { !before.contains($0.number) && $0.watches > 0 })?.number
+            guard let target = OpenDescriptors.inotifyInstances().first(where: { !before.contains($0.number) && $0.watches > 0 })?.number
             else { return 12 }
             let other = mode == "devnull" ? Glibc.open("/dev/null", O_RDONLY) : Glibc.open(empty, O_RDWR | O_CREAT | O_TRUNC, 0o600)
             guard other >= 0, dup2(other, target) == target else { return 13 }
@@ -171,7 +130,7 @@ struct HostileRoundNineteenTests: WatchedFilesTesting {
         let count = 24
         let suites = try (0..<count).map { try open("many-\($0)") }
         let bystander = try open("many-bystander")
-        let gates = (0..<count).map { _ in Gate() }
+        let gates = (0..<count).map { _ in BlockingObserver() }
         let recorder = ChangeRecorder()
         var tokens = try zip(suites, gates).map { try SuiteObservation.allKeys.start(in: $0, onChange: $1.handler) }
         tokens.append(try SuiteObservation.allKeys.start(in: bystander, onChange: recorder.handler))
@@ -300,7 +259,7 @@ struct HostileRoundNineteenTests: WatchedFilesTesting {
     /// directory's watch goes away with the last observation, and a suite opened again
     /// is observed from scratch.
     @Test func theSuiteAndTokenReleasedWhileTheQueueIsTaken() throws {
-        let gate = Gate()
+        let gate = BlockingObserver()
         let token = LockedBox<SuiteCancellable?>(nil)
         do {
             let suite = try open("released")
@@ -371,7 +330,7 @@ struct HostileRoundNineteenTests: WatchedFilesTesting {
     /// way; and no default callback ever sees `isReaderThread`.
     @Test func watcherThreadAndDefaultMixed() throws {
         let shared = try open("mixed-shared"), lone = try open("mixed-lone")
-        let gate = Gate(), sharedFast = ChangeRecorder(), loneRecorder = ChangeRecorder()
+        let gate = BlockingObserver(), sharedFast = ChangeRecorder(), loneRecorder = ChangeRecorder()
         let loneOnReader = LockedBox<[String]>([]), defaultOnReader = LockedBox(false)
         let tokens = [
             try SuiteObservation.allKeys.start(in: shared) { change in
@@ -408,7 +367,7 @@ struct HostileRoundNineteenTests: WatchedFilesTesting {
     /// made meanwhile arrive after its callback returns, in order, once each.
     @Test func anOverflowWhileACallbackBlocks() throws {
         let blocked = try open("overflow-blocked"), other = try open("overflow-other")
-        let gate = Gate(), recorder = ChangeRecorder()
+        let gate = BlockingObserver(), recorder = ChangeRecorder()
         let tokens = [
             try SuiteObservation.allKeys.start(in: blocked, onChange: gate.handler),
             try SuiteObservation.allKeys.start(in: other, onChange: recorder.handler),
@@ -435,7 +394,7 @@ struct HostileRoundNineteenTests: WatchedFilesTesting {
     /// hears the other while that one blocks.
     @Test func aForkWhileTheReaderIsPaused() throws {
         let parentSuite = try open("fork-parent")
-        let gate = Gate()
+        let gate = BlockingObserver()
         let token = try SuiteObservation.allKeys.start(in: parentSuite, onChange: gate.handler)
         defer { gate.open(4) }
         try writeFromAnotherProcess("k", "1", in: directory.url, suite: "fork-parent")
@@ -451,7 +410,7 @@ struct HostileRoundNineteenTests: WatchedFilesTesting {
                       let seen = try? Suite(named: "fork-child-seen", directory: dir),
                       let parentAgain = try? Suite(named: "fork-parent", directory: dir)
                 else { return 10 }
-                let childGate = Gate(), recorder = ChangeRecorder(), parentRecorder = ChangeRecorder()
+                let childGate = BlockingObserver(), recorder = ChangeRecorder(), parentRecorder = ChangeRecorder()
                 guard let one = try? SuiteObservation.allKeys.start(in: slow, onChange: childGate.handler),
                       let two = try? SuiteObservation.allKeys.start(in: seen, onChange: recorder.handler),
                       let three = try? SuiteObservation.allKeys.start(in: parentAgain, onChange: parentRecorder.handler)
@@ -484,21 +443,6 @@ struct HostileRoundNineteenTests: WatchedFilesTesting {
         withExtendedLifetime(token) {}
     }
 
-    /// The descriptors of this process that lead to `target` ("anon_inode:[timerfd]").
-    static func descriptors(leadingTo target: String) -> [Int32] {
-        var found: [Int32] = []
-        guard let dir = opendir("/proc/self/fd") else { return [] }
-        defer { closedir(dir) }
-        while let entry = readdir(dir) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-            guard let number = Int32(name) else { continue }
-            var link = [CChar](repeating: 0, count: 256)
-            let length = readlink("/proc/self/fd/\(name)", &link, 255)
-            if length > 0, String(decoding: link[..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self) == target { found.append(number) }
-        }
-        return found
-    }
-
     /// A forked child that closed what it inherited (a "close every descriptor" loop,
     /// as a daemonizing child does) and has given the numbers to files of its own, then
     /// observes a suite: the change watcher's start-over in the child closes the
@@ -514,7 +458,7 @@ struct HostileRoundNineteenTests: WatchedFilesTesting {
         #expect(recorder.wait(for: "k", toBecome: "1", timeout: .seconds(10)))
         let dir = directory.url, file = directory.file("child-own-file").path
         let status = Self.inChild {
-            let timers = Self.descriptors(leadingTo: "anon_inode:[timerfd]")
+            let timers = OpenDescriptors.leading(to: "anon_inode:[timerfd]")
             guard !timers.isEmpty else { return 10 }
             // The child closes what it inherited and opens files of its own at those numbers.
             for number in timers {
@@ -669,7 +613,7 @@ struct HostileRoundNineteenTests: WatchedFilesTesting {
             let lowest = dup(0)
             guard lowest >= 0 else { return 11 }
             close(lowest)
-            let before = Self.inotifyDescriptors().count
+            let before = OpenDescriptors.inotifyInstances().count
             var bound = rlimit(rlim_cur: rlim_t(lowest + 1), rlim_max: saved.rlim_max)
             guard setrlimit(Int32(RLIMIT_NOFILE.rawValue), &bound) == 0 else { return 12 }
             let token = try? SuiteObservation.allKeys.start(in: suite) { change in
@@ -679,7 +623,7 @@ struct HostileRoundNineteenTests: WatchedFilesTesting {
             setrlimit(Int32(RLIMIT_NOFILE.rawValue), &saved)
             guard let token else { return 13 }
             defer { withExtendedLifetime(token) {} }
-            guard Self.inotifyDescriptors().count == before + 1 else { return 14 }
+            guard OpenDescriptors.inotifyInstances().count == before + 1 else { return 14 }
             for index in 0..<3 {
                 guard (try? Self.writeInWorker("notimer", "k", "\(index)", dir)) == true else { return 15 }
                 guard recorder.wait(for: "k", toBecome: .string("\(index)"), timeout: .seconds(20)) else { return 16 }

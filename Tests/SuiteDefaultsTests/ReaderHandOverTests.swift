@@ -17,34 +17,9 @@ struct ReaderHandOverTests {
         try Suite(named: name, directory: directory.url)
     }
 
-    /// An observation's callback that blocks at its first change until the gate opens
-    /// (or 60 s pass, longer than any wait of these tests), and records everything it
-    /// receives.
-    final class BlockedObserver: @unchecked Sendable {
-        let recorder = ChangeRecorder()
-        let entered = DispatchSemaphore(value: 0)
-        private let gate = DispatchSemaphore(value: 0)
-        private let first = LockedBox(true)
-
-        var handler: @Sendable (SuiteChange) -> Void {
-            { [self] change in
-                recorder.handler(change)
-                let isFirst = first.withLock { value -> Bool in
-                    defer { value = false }
-                    return value
-                }
-                guard isFirst else { return }
-                entered.signal()
-                _ = gate.wait(timeout: .now() + 60)
-            }
-        }
-
-        func open() { gate.signal() }
-    }
-
     @Test func anotherSuitesChangesArriveWhileACallbackBlocks() throws {
         let slow = try open("slow"), other = try open("other")
-        let blocked = BlockedObserver(), recorder = ChangeRecorder()
+        let blocked = BlockingObserver(), recorder = ChangeRecorder()
         let tokens = [
             try SuiteObservation.allKeys.start(in: slow, onChange: blocked.handler),
             try SuiteObservation.allKeys.start(in: other, onChange: recorder.handler),
@@ -72,7 +47,7 @@ struct ReaderHandOverTests {
     /// thread it started to stand by.
     @Test func twoBlockedCallbacksStillLeaveTheReadingToAThird() throws {
         let first = try open("first"), second = try open("second"), third = try open("third")
-        let blockedFirst = BlockedObserver(), blockedSecond = BlockedObserver(), recorder = ChangeRecorder()
+        let blockedFirst = BlockingObserver(), blockedSecond = BlockingObserver(), recorder = ChangeRecorder()
         let tokens = [
             try SuiteObservation.allKeys.start(in: first, onChange: blockedFirst.handler),
             try SuiteObservation.allKeys.start(in: second, onChange: blockedSecond.handler),

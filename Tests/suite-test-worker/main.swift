@@ -5,6 +5,7 @@
 // It reports on standard output, one line per event, written with one write(2) so
 // that the parent sees each line the moment it happens. When its standard input is
 // a pipe, it exits as soon as the pipe closes, so a crashed test leaves no worker.
+import ChildProcess
 import Foundation
 import Glibc
 @_spi(Testing) import SuiteDefaults
@@ -483,10 +484,6 @@ case "without-inotify":
     // --then set: writes KEY = VALUE, says "set" (or the error), then writes three
     // more times (key "more") and says "inotify instances N" again;
     // --then hold: takes the exclusive lock in a transaction and holds it until killed.
-    func inotifyInstances() -> Int {
-        let names = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
-        return names.filter { (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/" + $0)) == "anon_inode:inotify" }.count
-    }
     var saved = rlimit()
     getrlimit(Int32(RLIMIT_NOFILE.rawValue), &saved)
     // The lowest free number is what the next descriptor would get: a soft limit of
@@ -499,7 +496,7 @@ case "without-inotify":
     guard setrlimit(Int32(RLIMIT_NOFILE.rawValue), &tight) == 0 else { fail("setrlimit") }
     let probe = suite.trySet(.integer(1), forKey: "probe")
     guard setrlimit(Int32(RLIMIT_NOFILE.rawValue), &saved) == 0 else { fail("setrlimit back") }
-    Output.line("without inotify: \(inotifyInstances()) probe \(probe)")
+    Output.line("without inotify: \(OpenDescriptors.inotifyInstances().count) probe \(probe)")
     inputLines.wait()
     switch option("then") {
     case "hold":
@@ -509,7 +506,7 @@ case "without-inotify":
         let report = suite.trySet(Int(text).map(SuiteValue.integer) ?? .string(text), forKey: option("key"))
         Output.line(report == "ok" ? "set" : "set failed: \(report)")
         for round in 0..<3 { _ = suite.trySet(.integer(round), forKey: "more") }
-        Output.line("inotify instances \(inotifyInstances())")
+        Output.line("inotify instances \(OpenDescriptors.inotifyInstances().count)")
     }
 
 case "clobber-inotify":
@@ -521,19 +518,10 @@ case "clobber-inotify":
     // there). Says "clobbered MODE N" (N: the number, -1 if none was found); at each
     // start signal tries to write KEY = VALUE and says "set ok" or "set error ...",
     // "pipe bytes N" (how many the pipe still holds, pipe only) and "inotify instances N".
-    func inotifyDescriptors() -> [(number: Int32, watches: Int)] {
-        let names = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
-        return names.compactMap { name in
-            guard (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/" + name)) == "anon_inode:inotify",
-                  let number = Int32(name) else { return nil }
-            let info = (try? String(contentsOfFile: "/proc/self/fdinfo/" + name, encoding: .utf8)) ?? ""
-            return (number, info.split(separator: "\n").filter { $0.hasPrefix("inotify wd:") }.count)
-        }
-    }
     _ = suite.trySet(.integer(1), forKey: "first")
     _ = suite.trySet(.integer(2), forKey: "second")
     let mode = option("then")
-    let target = inotifyDescriptors().first { $0.watches > 0 }?.number ?? -1
+    let target = OpenDescriptors.inotifyInstances().first { $0.watches > 0 }?.number ?? -1
     var pipeEnds: [Int32] = [-1, -1]
     if target >= 0 {
         switch mode {
@@ -567,7 +555,7 @@ case "clobber-inotify":
             _ = ioctl(target, UInt(FIONREAD), &available)
             Output.line("pipe bytes \(available)")
         }
-        Output.line("inotify instances \(inotifyDescriptors().count)")
+        Output.line("inotify instances \(OpenDescriptors.inotifyInstances().count)")
     }
 
 case "many-open":
