@@ -20,30 +20,6 @@ struct HostileRoundNineteenTests: WatchedFilesTesting {
 
     // MARK: Helpers
 
-    /// Forks; the child runs `body` and exits with what it returns. The parent waits at
-    /// most `timeout` (then kills and reaps it): the exit status, or nil when the child
-    /// was killed or died of a signal.
-    static func inChild(timeout: Duration = .seconds(60), _ body: () -> Int32) -> Int32? {
-        let pid = fork()
-        if pid == 0 { _exit(body()) }
-        guard pid > 0 else { return nil }
-        return reap(pid, timeout: timeout)
-    }
-
-    static func reap(_ pid: pid_t, timeout: Duration) -> Int32? {
-        let deadline = ContinuousClock.now + timeout
-        var status: Int32 = 0
-        while waitpid(pid, &status, WNOHANG) != pid {
-            if ContinuousClock.now > deadline {
-                kill(pid, SIGKILL)
-                _ = waitpid(pid, &status, 0)
-                return nil
-            }
-            usleep(5_000)
-        }
-        return status & 0x7f == 0 ? (status >> 8) & 0xff : nil
-    }
-
     /// The names of this process's threads.
     static func threadNames() -> [String] {
         let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []
@@ -61,6 +37,12 @@ struct HostileRoundNineteenTests: WatchedFilesTesting {
             usleep(2_000)
         }
         return true
+    }
+
+    /// What a forked child's `OpenDescriptors` calls need made first (see `ForkedChild.run`).
+    static func warmUpOpenDescriptors() {
+        _ = OpenDescriptors.inotifyInstances()
+        _ = OpenDescriptors.leading(to: "anon_inode:[timerfd]")
     }
 
     /// A byte-for-byte copy with plain calls (safe in a forked child).
@@ -97,7 +79,7 @@ struct HostileRoundNineteenTests: WatchedFilesTesting {
         let name = "fionread-\(mode)"
         let dir = directory.url, data = path(name), backup = directory.file("backup-\(mode)").path
         let copy = directory.file("copy-\(mode)").path, empty = directory.file("empty-\(mode)").path
-        let status = Self.inChild {
+        let status = ForkedChild.run(warmingUp: Self.warmUpOpenDescriptors) {
             let before = Set(OpenDescriptors.inotifyInstances().map(\.number))
             guard let suite = try? Suite(named: name, directory: dir),
                   (try? suite.set(1, forKey: "first")) != nil, (try? suite.set(2, forKey: "second")) != nil
@@ -435,7 +417,7 @@ struct HostileRoundNineteenTests: WatchedFilesTesting {
         #expect(Glibc.read(ready[0], &byte, 1) == 1, "the child's slow callback was not called")
         try writeFromAnotherProcess("k", "seen", in: directory.url, suite: "fork-child-seen")
         try writeFromAnotherProcess("k", "from-child-view", in: directory.url, suite: "fork-parent")
-        let status = Self.reap(pid, timeout: .seconds(60))
+        let status = ForkedChild.reap(pid, timeout: .seconds(60))
         #expect(status == 0, "the child: \(status.map(String.init) ?? "killed or hung")")
         // The parent goes on.
         gate.open()
@@ -457,7 +439,7 @@ struct HostileRoundNineteenTests: WatchedFilesTesting {
         try writeFromAnotherProcess("k", "1", in: directory.url, suite: "timer-parent")
         #expect(recorder.wait(for: "k", toBecome: "1", timeout: .seconds(10)))
         let dir = directory.url, file = directory.file("child-own-file").path
-        let status = Self.inChild {
+        let status = ForkedChild.run(warmingUp: Self.warmUpOpenDescriptors) {
             let timers = OpenDescriptors.leading(to: "anon_inode:[timerfd]")
             guard !timers.isEmpty else { return 10 }
             // The child closes what it inherited and opens files of its own at those numbers.
@@ -499,7 +481,7 @@ struct HostileRoundNineteenTests: WatchedFilesTesting {
     @Test func noStandbyThreadCanBeStarted() throws {
         let dir = directory.url
         _ = Self.workerPath
-        let status = Self.inChild {
+        let status = ForkedChild.run {
             guard let slow = try? Suite(named: "nothread-slow", directory: dir),
                   let seen = try? Suite(named: "nothread-seen", directory: dir) else { return 10 }
             let gate = DispatchSemaphore(value: 0), entered = DispatchSemaphore(value: 0)
@@ -543,7 +525,7 @@ struct HostileRoundNineteenTests: WatchedFilesTesting {
     /// helper of this round hit it). Reads and writes go on, and nothing is watched.
     @Test func anObservationWithNoThreadToStartThrows() throws {
         let dir = directory.url
-        let status = Self.inChild {
+        let status = ForkedChild.run {
             guard let suite = try? Suite(named: "nothread-at-all", directory: dir) else { return 10 }
             if let failed = Self.makeEveryNewThreadFail() { return failed }
             do {
@@ -593,7 +575,7 @@ struct HostileRoundNineteenTests: WatchedFilesTesting {
             execv(arguments[0], &argv)
             _exit(127)
         }
-        return reap(pid, timeout: .seconds(30)) == 0
+        return ForkedChild.reap(pid, timeout: .seconds(30)) == 0
     }
 
     /// In a forked child whose descriptors run out right after the inotify instance
@@ -602,7 +584,7 @@ struct HostileRoundNineteenTests: WatchedFilesTesting {
     @Test func noTimerCanBeMade() throws {
         let dir = directory.url
         _ = Self.workerPath
-        let status = Self.inChild {
+        let status = ForkedChild.run(warmingUp: Self.warmUpOpenDescriptors) {
             guard let suite = try? Suite(named: "notimer", directory: dir) else { return 10 }
             _ = suite.storedValue(forKey: "k")
             // The parent's instance and timer, inherited, are closed now, not at the watch.

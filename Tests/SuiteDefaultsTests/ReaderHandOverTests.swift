@@ -94,6 +94,23 @@ struct ReaderHandOverTests {
         withExtendedLifetime(tokens) {}
     }
 
+    /// A process that observes one suite pauses its reading for that suite's callbacks
+    /// with no timer: nobody else waits. A suite observed while such a callback blocks
+    /// arms it then, and is heard within the pause's bound. In a worker process, whose
+    /// change watcher watches only what the worker observes (this process's other
+    /// tests watch suites of their own).
+    @Test func aSuiteObservedWhileTheOnlyOtherOnesCallbackBlocksIsHeard() throws {
+        let worker = try startWorker("observe-then-another", in: directory, suite: "lone", ["other": "later", "key": "k"])
+        defer { worker.kill() }
+        worker.expectLine(startingWith: "observing")
+        try writeFromAnotherProcess("k", "1", in: directory.url, suite: "lone")
+        worker.expectLine(startingWith: "blocked")
+        worker.expectLine(startingWith: "watching")
+        try writeFromAnotherProcess("k", "heard", in: directory.url, suite: "later")
+        #expect(worker.waitForLine(timeout: .seconds(10)) { $0.hasPrefix("heard") } == "heard \"heard\"",
+                "a suite observed while the only other one's callback blocked was not heard; output: \(worker.lines.suffix(3))")
+    }
+
     static func threadCount() -> Int {
         (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task").count) ?? 0
     }

@@ -19,7 +19,8 @@ let syntax = CommandLineSyntax(
         increment, write-keys, ack-loop, invariant-writer, invariant-reader, pause, compact,
         hold-lock, get, key-bytes, try-set, set-if-absent, units-current, units-set, fork-in-transaction,
         fork-observe, hold-lock-spawn, fork-then-hold, fork-read-while-held, many-open,
-        hostile-check, units-trials, fork-pids, fork-release-observation, without-inotify, clobber-inotify or mangle-loop
+        hostile-check, units-trials, fork-pids, fork-release-observation, without-inotify, clobber-inotify,
+        observe-then-another or mangle-loop
         """)],
     options: RoleOptions.all + [
         .value("--key2", "KEY", help: "hostile-check: the key written"),
@@ -33,6 +34,7 @@ let syntax = CommandLineSyntax(
         .value("--file-size-limit-strict", "BYTES", help: "RLIMIT_FSIZE, with SIGXFSZ's default action (death)"),
         .value("--as-uid", "UID", help: "become this user first"),
         .value("--trials", "N", help: "units-trials: how many trials (suites SUITE-0 ... SUITE-(N-1))"),
+        .value("--other", "NAME", help: "observe-then-another: the suite observed while the first one's callback blocks"),
         .value("--then", "ACTION", help: "without-inotify: set (KEY = VALUE, three times more) or hold (the lock); clobber-inotify: none, close, devnull, inotify or pipe"),
     ]
 )
@@ -508,6 +510,27 @@ case "without-inotify":
         for round in 0..<3 { _ = suite.trySet(.integer(round), forKey: "more") }
         Output.line("inotify instances \(OpenDescriptors.inotifyInstances().count)")
     }
+
+case "observe-then-another":
+    // Observes SUITE alone, with a callback that says "blocked" at the first change
+    // and blocks there (until standard input closes, which ends the worker); then
+    // observes --other as well, says "watching", and says "heard VALUE" at each
+    // change of its KEY.
+    let other = try Suite(named: option("other"), directory: URL(fileURLWithPath: option("dir")))
+    let key = option("key")
+    let blocked = DispatchSemaphore(value: 0)
+    let first = try SuiteObservation.allKeys.start(in: suite) { _ in
+        blocked.signal()
+        forever()
+    }
+    Output.line("observing")
+    guard blocked.wait(timeout: .now() + 60) == .success else { fail("no change of \(suite.name) came") }
+    Output.line("blocked")
+    let second = try SuiteObservation.keys(named: [key]).start(in: other) { change in
+        Output.line("heard \(change.newValue?.description ?? "nil")")
+    }
+    Output.line("watching")
+    withExtendedLifetime((first, second)) { forever() }
 
 case "clobber-inotify":
     // Writes twice (the second commit skips its files' status calls), then, as code

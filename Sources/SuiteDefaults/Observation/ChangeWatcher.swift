@@ -78,6 +78,8 @@ final class ChangeWatcher: Sendable {
         /// no reader thread, so it starts over, reading none of the parent's.
         var epoch = ForkEpoch.current
         var inotify: CInt = -1
+        /// The reading's role, made with the instance; nil without a timer.
+        var role: ReaderRole?
         var watches: [DirectoryIdentity: Watch] = [:]
         var identities: [Int32: DirectoryIdentity] = [:]
         /// The watches of parents of watched directories, and whose parents they are.
@@ -89,6 +91,18 @@ final class ChangeWatcher: Sendable {
         /// cancelled meanwhile is not watched again.
         var moving = Watchers()
         var nextListener: UInt64 = 0
+
+        /// Whether a pause of the reading for one suite's observers holds back anyone
+        /// else: observers of another suite (or of the same suite through another
+        /// store), or a directory's listener, watched, lost or being moved.
+        var watchesMoreThanOneSuite: Bool {
+            var hubs = moving.hubs.count
+            for watchers in watches.values.lazy.map(\.watchers) + lost.values {
+                hubs += watchers.hubs.count
+                if !watchers.listeners.isEmpty || hubs > 1 { return true }
+            }
+            return hubs > 1 || !moving.listeners.isEmpty
+        }
     }
 
     private let locked = Locked(State())
@@ -123,12 +137,14 @@ final class ChangeWatcher: Sendable {
     /// Starts watching `directory` for the suite of `hub`; counted, so that every
     /// `watch` needs one `unwatch`.
     func watch(_ hub: ObserverHub, directory: DirectoryHandle) throws {
-        try withState { state in
+        let added = try withState { state in
             try ensureWatch(&state, directory, suite: hub.suite)
             let entry = state.watches[directory.identity]!.watchers.hubs[ObjectIdentifier(hub)] ?? WatchedHub(hub)
             entry.observations += 1
             state.watches[directory.identity]!.watchers.hubs[ObjectIdentifier(hub)] = entry
+            return entry.observations == 1 ? state.role : nil
         }
+        added?.othersWatched()
     }
 
     func unwatch(_ hub: ObserverHub) {
@@ -150,12 +166,13 @@ final class ChangeWatcher: Sendable {
     /// changed in a directory, and with nil when events were lost (so that the
     /// listener looks at the whole directory again), until the token is cancelled.
     func listen(to directory: DirectoryHandle, handler: @escaping @Sendable (String?) -> Void) throws -> SuiteCancellable {
-        let token = try withState { state in
+        let (token, role) = try withState { state in
             try ensureWatch(&state, directory, suite: nil)
             state.nextListener += 1
             state.watches[directory.identity]!.watchers.listeners[state.nextListener] = DirectoryListener(handler)
-            return state.nextListener
+            return (state.nextListener, state.role)
         }
+        role?.othersWatched()
         return SuiteCancellable { [self] in
             withState { state in
                 for (identity, watch) in state.watches where watch.watchers.listeners[token] != nil {
@@ -186,6 +203,7 @@ final class ChangeWatcher: Sendable {
                 throw SuiteError.threadNotStarted("the thread that watches for changes", suite: suite, errno: failure)
             }
             state.inotify = descriptor
+            state.role = role
         }
         let identity = directory.identity
         guard state.watches[identity] == nil else { return }
@@ -436,7 +454,7 @@ final class ChangeWatcher: Sendable {
             }
             // Unmarked first: once paused, a thread standing by may take over and mark itself.
             readerThread.clear()
-            role.pause()
+            role.pause { withState(\.watchesMoreThanOneSuite) }
             taken?.run()
             // Not kept (nor the suite's store with it) by a thread that stands by.
             taken = nil

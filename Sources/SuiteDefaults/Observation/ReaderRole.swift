@@ -4,11 +4,16 @@
 /// A reader that found a change of a suite whose observers' queue is idle takes that
 /// queue and runs the catch-up and the deliveries itself: a wake-up of the queue's
 /// thread, on a machine whose idle processors sleep, costs about as much again as the
-/// reader's own. While it does, the reading is paused (`pause`), and a timer is armed,
-/// which wakes nobody. The observers' callbacks may take as long as they like: if
-/// they run past `longestPause`, the timer wakes the thread standing by, which reads
-/// from then on. The reader, done with the queue, reads again if nobody took over
-/// (`resume`), or else stands by itself, or ends when a thread stands by already.
+/// reader's own. While it does, the reading is paused (`pause`), and, when the pause
+/// holds back anyone else (another observed suite, a directory's listener), a timer is
+/// armed, which wakes nobody. The observers' callbacks may take as long as they like:
+/// if they run past `longestPause`, the timer wakes the thread standing by, which
+/// reads from then on. The reader, done with the queue, reads again if nobody took
+/// over (`resume`), or else stands by itself, or ends when a thread stands by already.
+///
+/// A process that observes one suite, the usual widget, holds back nobody: its pauses
+/// arm no timer (two system calls fewer per change). Whoever starts watching another
+/// while such a pause lasts arms it then (`othersWatched`).
 ///
 /// Made with each inotify instance: a forked child, which has none of its parent's
 /// threads, starts over with a new instance and a new role.
@@ -24,6 +29,8 @@ final class ReaderRole: @unchecked Sendable {
     @exclusivity(unchecked) private var paused = false
     /// Whether a thread stands by (or is being started to).
     @exclusivity(unchecked) private var standingBy = false
+    /// Whether the timer runs for the pause.
+    @exclusivity(unchecked) private var timerArmed = false
 
     /// Nil when no timer can be made: the reader then takes no queue.
     init?() {
@@ -45,24 +52,40 @@ final class ReaderRole: @unchecked Sendable {
         return false
     }
 
-    /// The reader is about to run a queue's jobs: the reading pauses, for at most
-    /// `longestPause` (after `ensureStandingBy`).
-    func pause() {
+    /// The reader is about to run a queue's jobs: the reading pauses (after
+    /// `ensureStandingBy`), for at most `longestPause` when `holdsBackOthers` says
+    /// that anyone else waits for the reading. That is asked holding this role's
+    /// lock, so whoever starts watching after the answer finds the pause in
+    /// `othersWatched`.
+    func pause(holdsBackOthers: () -> Bool) {
         lock.lock()
+        defer { lock.unlock() }
         paused = true
-        lock.unlock()
+        timerArmed = holdsBackOthers()
+        if timerArmed { timer.arm(after: Self.longestPause) }
+    }
+
+    /// Another suite or listener is watched now (called after it was added): a pause
+    /// that held back nobody holds it back from now on, for at most `longestPause`.
+    func othersWatched() {
+        lock.lock()
+        defer { lock.unlock() }
+        guard paused, !timerArmed else { return }
+        timerArmed = true
         timer.arm(after: Self.longestPause)
     }
 
     /// The jobs are done: true when the reading is still paused, and the caller reads
     /// again; false when the thread standing by took over.
     func resume() -> Bool {
-        timer.disarm()
         lock.lock()
-        defer { lock.unlock() }
-        guard paused else { return false }
+        let armed = timerArmed, stillPaused = paused
+        timerArmed = false
         paused = false
-        return true
+        lock.unlock()
+        // An expiry before this finds the reading going on (`standBy`).
+        if armed { timer.disarm() }
+        return stillPaused
     }
 
     /// Stands by until a pause runs long, then returns true: the caller reads from
@@ -90,6 +113,7 @@ final class ReaderRole: @unchecked Sendable {
             if paused {
                 standingBy = false
                 paused = false
+                timerArmed = false
                 return true
             }
         }

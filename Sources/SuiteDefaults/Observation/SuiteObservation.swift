@@ -32,12 +32,13 @@ public struct SuiteObservation: Sendable {
         /// thread. A callback that runs past 5 ms has the
         /// reading taken over by another thread, so a slow callback holds back the
         /// observers of the other suites of the process for at most that long, and
-        /// those of its own suite until it returns.
+        /// those of its own suite until it returns. (A process that observes only
+        /// this suite has no other to hold back, and times nothing.)
         case suiteQueue
         /// The process's change-watching thread, when it can be: the thread that
         /// reads the inotify events reads the change and calls the observers at
         /// once, without pausing its reading (which saves the pause's timer, 1–2
-        /// µs). It does so only while the suite's
+        /// µs, when the process observes other suites too). It does so only while the suite's
         /// queue is idle, every observation of the suite in this process asked for
         /// it, and reading the change needs no more than a short wait (for a commit
         /// in progress to be published, or for a lock); otherwise the change goes
