@@ -111,6 +111,29 @@ struct ReaderHandOverTests {
                 "a suite observed while the only other one's callback blocked was not heard; output: \(worker.lines.suffix(3))")
     }
 
+    /// The reading ends when its instance's number is given to another file (code of
+    /// the process closed it: round eighteen). The thread standing by then ends too,
+    /// rather than wait on its timer for good. In a worker, whose only instance is the
+    /// change watcher's.
+    @Test func theThreadStandingByEndsWithTheReading() throws {
+        let worker = try startWorker("clobber-watcher-instance", in: directory, suite: "ends", ["key": "k"])
+        defer { worker.kill() }
+        worker.expectLine(startingWith: "observing")
+        try writeFromAnotherProcess("k", "1", in: directory.url, suite: "ends")
+        worker.expectLine(startingWith: "heard")
+        worker.send("go\n")
+        // One reading, one standing by (started at the first change it delivered).
+        #expect(worker.expectLine(startingWith: "watcher threads") == "watcher threads 2")
+        worker.expectLine(startingWith: "clobbered")
+        // Wakes the reading, which then reads the empty file's end and ends.
+        try writeFromAnotherProcess("k", "2", in: directory.url, suite: "ends")
+        worker.send("go\n")
+        #expect(worker.expectLine(startingWith: "error")?.hasPrefix("error ioFailure The process's watch for changes ended") == true,
+                "the observer was not told that the watch ended")
+        #expect(worker.expectLine(startingWith: "watcher threads left") == "watcher threads left 0",
+                "a thread still stands by for a reading that ended")
+    }
+
     static func threadCount() -> Int {
         (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task").count) ?? 0
     }

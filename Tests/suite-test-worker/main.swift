@@ -20,7 +20,7 @@ let syntax = CommandLineSyntax(
         hold-lock, get, key-bytes, try-set, set-if-absent, units-current, units-set, fork-in-transaction,
         fork-observe, hold-lock-spawn, fork-then-hold, fork-read-while-held, many-open,
         hostile-check, units-trials, fork-pids, fork-release-observation, without-inotify, clobber-inotify,
-        observe-then-another or mangle-loop
+        observe-then-another, clobber-watcher-instance or mangle-loop
         """)],
     options: RoleOptions.all + [
         .value("--key2", "KEY", help: "hostile-check: the key written"),
@@ -531,6 +531,42 @@ case "observe-then-another":
     }
     Output.line("watching")
     withExtendedLifetime((first, second)) { forever() }
+
+case "clobber-watcher-instance":
+    // Observes SUITE and says "heard VALUE" at each change of KEY; at a start signal,
+    // says how many threads read or stand by for the change watcher ("watcher threads
+    // N"), gives the number of its inotify instance to an empty file ("clobbered"),
+    // and at a second start signal, waits (10 s at most) for those threads to end,
+    // saying how many are left.
+    let key = option("key")
+    // The change watcher's instance is the one that the observation makes.
+    let before = Set(OpenDescriptors.inotifyInstances().map(\.number))
+    let token = try SuiteObservation.keys(named: [key]).start(in: suite, onError: { error in
+        Output.line("error \(error.code) \(error.message)")
+    }) { change in
+        Output.line("heard \(change.newValue?.description ?? "nil")")
+    }
+    func watcherThreads() -> Int {
+        let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []
+        return tasks.filter { task in
+            (try? String(contentsOfFile: "/proc/self/task/\(task)/comm", encoding: .utf8))?.hasPrefix("suite-watcher") == true
+        }.count
+    }
+    Output.line("observing")
+    inputLines.wait()
+    Output.line("watcher threads \(watcherThreads())")
+    guard let instance = OpenDescriptors.inotifyInstances().first(where: { !before.contains($0.number) })?.number else {
+        fail("no inotify instance")
+    }
+    let empty = Glibc.open(option("dir") + "/empty-file", O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+    guard empty >= 0, dup2(empty, instance) == instance else { fail("dup2") }
+    close(empty)
+    Output.line("clobbered")
+    inputLines.wait()
+    let deadline = ContinuousClock.now + .seconds(10)
+    while watcherThreads() > 0 && ContinuousClock.now < deadline { usleep(2_000) }
+    Output.line("watcher threads left \(watcherThreads())")
+    withExtendedLifetime(token) {}
 
 case "clobber-inotify":
     // Writes twice (the second commit skips its files' status calls), then, as code

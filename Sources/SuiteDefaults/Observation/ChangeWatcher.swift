@@ -376,7 +376,12 @@ final class ChangeWatcher: Sendable {
                 directoriesLost = withState { !$0.lost.isEmpty }
                 if !ready { continue }
             }
-            guard let count = Inotify.read(inotify, into: buffer, capacity: capacity) else { return }
+            guard let count = Inotify.read(inotify, into: buffer, capacity: capacity) else {
+                role?.end()
+                let observed = withState { state in state.watches.values.flatMap { $0.watchers.hubs.values.map(\.hub) } }
+                for hub in observed { hub.watchingEnded() }
+                return
+            }
             var everything = false
             var lostHubs: [ObserverHub] = []
             // A simulated overflow loses this batch's events, as a real one would.

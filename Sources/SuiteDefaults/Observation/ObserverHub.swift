@@ -311,6 +311,13 @@ final class ObserverHub: AppliedCommitListener {
     }
 
     /// Change events were lost; the refresh that follows catches up.
+    /// The process's watch for changes ended for good (its instance's number is
+    /// another file's now).
+    func watchingEnded() {
+        let message = "The process's watch for changes ended: code of the process closed its inotify descriptor and reused the number. Changes from other processes are no longer delivered to this process."
+        fail(.changeWatchingEnded, SuiteError(.ioFailure, suite: suite, path: directoryPath, message: message), message)
+    }
+
     func lostEvents() {
         SuiteDiagnostics.report(SuiteDiagnostic(
             kind: .changeEventsLost, suite: suite, directory: directoryPath,

@@ -31,6 +31,8 @@ final class ReaderRole: @unchecked Sendable {
     @exclusivity(unchecked) private var standingBy = false
     /// Whether the timer runs for the pause.
     @exclusivity(unchecked) private var timerArmed = false
+    /// Whether the reading has ended for good (the instance failed): nobody stands by.
+    @exclusivity(unchecked) private var ended = false
 
     /// Nil when no timer can be made: the reader then takes no queue.
     init?() {
@@ -88,11 +90,26 @@ final class ReaderRole: @unchecked Sendable {
         return stillPaused
     }
 
+    /// The instance can no longer be read (its number was given to another file): the
+    /// thread standing by, woken by the timer, ends, as does any that would stand by.
+    func end() {
+        lock.lock()
+        defer { lock.unlock() }
+        ended = true
+        if standingBy { timer.arm(after: .nanoseconds(1)) }
+    }
+
     /// Stands by until a pause runs long, then returns true: the caller reads from
     /// then on. False at once when another thread stands by already (not `started`
-    /// for it), or when the timer fails: the caller ends.
+    /// for it), or the reading has ended, and false when the timer fails or the reading
+    /// ends while it stands by: the caller ends.
     func standBy(started: Bool) -> Bool {
         lock.lock()
+        guard !ended else {
+            if started { standingBy = false }
+            lock.unlock()
+            return false
+        }
         if !started {
             guard !standingBy else {
                 lock.unlock()
@@ -105,7 +122,7 @@ final class ReaderRole: @unchecked Sendable {
             let expired = timer.wait()
             lock.lock()
             defer { lock.unlock() }
-            guard expired else {
+            guard expired, !ended else {
                 standingBy = false
                 return false
             }

@@ -83,9 +83,13 @@ enum Inotify {
     }
 
     /// Blocks until events arrive and reads as many as fit; nil once the instance
-    /// fails (it was closed).
+    /// fails (it was closed), or the read finds an end of file (the number is another
+    /// file's now).
     static func read(_ instance: CInt, into buffer: UnsafeMutableRawPointer, capacity: Int) -> Int? {
-        try? retryingInterrupts("read") { Glibc.read(instance, buffer, capacity) }
+        // An instance never ends: an end of file says that its number was given to
+        // another file (by code that closed it), which would answer so for good.
+        guard let count = try? retryingInterrupts("read", { Glibc.read(instance, buffer, capacity) }), count > 0 else { return nil }
+        return count
     }
 
     /// Reads the events queued now, as many as fit, from an instance opened
