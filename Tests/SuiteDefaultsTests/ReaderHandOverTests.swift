@@ -68,30 +68,30 @@ struct ReaderHandOverTests {
     }
 
     /// Slow callbacks, again and again: the threads that ran them stand by or end,
-    /// and the reading goes on. The process keeps a bounded number of threads.
+    /// and the reading goes on. The process keeps a bounded number of threads. In a
+    /// worker: this process's threads come and go with the other tests.
     @Test func slowCallbacksAgainAndAgainLeaveNoThreadsBehind() throws {
-        let slow = try open("again"), other = try open("bystander")
-        let recorder = ChangeRecorder(), slowRecorder = ChangeRecorder()
-        let tokens = [
-            try SuiteObservation.allKeys.start(in: slow) { change in
-                slowRecorder.handler(change)
-                usleep(useconds_t(ReaderRole.longestPause.wholeNanoseconds / 1000 * 3))
-            },
-            try SuiteObservation.allKeys.start(in: other, onChange: recorder.handler),
-        ]
-        let before = Self.threadCount()
+        let pause = ReaderRole.longestPause.wholeNanoseconds / 1_000_000 * 3
+        let worker = try startWorker("observe-slow-and-other", in: directory, suite: "again",
+                                     ["other": "bystander", "key": "k", "pause-ms": "\(pause)"])
+        defer { worker.kill() }
+        worker.expectLine(startingWith: "observing")
+        // Both observed suites' queues made, and the reading started.
+        worker.send("go\n")
+        worker.expectLine(startingWith: "threads")
         for index in 0..<20 {
             try writeFromAnotherProcess("k", "\(index)", in: directory.url, suite: "again")
             try writeFromAnotherProcess("k", "\(index)", in: directory.url, suite: "bystander")
-            #expect(slowRecorder.wait(for: "k", toBecome: .string("\(index)")))
-            #expect(recorder.wait(for: "k", toBecome: .string("\(index)")))
+            worker.expectLine(startingWith: "slow \"\(index)\"")
+            worker.expectLine(startingWith: "other \"\(index)\"")
         }
-        // One reading, one standing by, the suites' own queues, and a thread or two of
-        // the test's own; a thread per slow callback would be twenty more.
-        let after = Self.threadCount()
-        #expect(after <= before + 3, "threads: \(before) before, \(after) after")
-        #expect(slowRecorder.changes.compactMap(\.newValue) == (0..<20).map { .string("\($0)") })
-        withExtendedLifetime(tokens) {}
+        worker.send("go\n")
+        #expect(worker.waitForLines(timeout: .seconds(10)) { $0.filter { $0.hasPrefix("threads") }.count == 2 })
+        let counts = worker.lines.filter { $0.hasPrefix("threads") }.compactMap { Int($0.dropFirst("threads ".count)) }
+        // One reading, one standing by, and a thread or two of the runtime's; a thread
+        // per slow callback would be twenty more.
+        #expect(counts.count == 2 && counts[1] <= counts[0] + 3, "threads before and after: \(counts)")
+        #expect(worker.lines.filter { $0.hasPrefix("slow") } == (0..<20).map { "slow \"\($0)\"" })
     }
 
     /// A process that observes one suite pauses its reading for that suite's callbacks
@@ -132,9 +132,5 @@ struct ReaderHandOverTests {
                 "the observer was not told that the watch ended")
         #expect(worker.expectLine(startingWith: "watcher threads left") == "watcher threads left 0",
                 "a thread still stands by for a reading that ended")
-    }
-
-    static func threadCount() -> Int {
-        (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task").count) ?? 0
     }
 }

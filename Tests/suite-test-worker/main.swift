@@ -20,7 +20,7 @@ let syntax = CommandLineSyntax(
         hold-lock, get, key-bytes, try-set, set-if-absent, units-current, units-set, fork-in-transaction,
         fork-observe, hold-lock-spawn, fork-then-hold, fork-read-while-held, many-open,
         hostile-check, units-trials, fork-pids, fork-release-observation, without-inotify, clobber-inotify,
-        observe-then-another, clobber-watcher-instance or mangle-loop
+        observe-then-another, clobber-watcher-instance, observe-slow-and-other or mangle-loop
         """)],
     options: RoleOptions.all + [
         .value("--key2", "KEY", help: "hostile-check: the key written"),
@@ -34,7 +34,8 @@ let syntax = CommandLineSyntax(
         .value("--file-size-limit-strict", "BYTES", help: "RLIMIT_FSIZE, with SIGXFSZ's default action (death)"),
         .value("--as-uid", "UID", help: "become this user first"),
         .value("--trials", "N", help: "units-trials: how many trials (suites SUITE-0 ... SUITE-(N-1))"),
-        .value("--other", "NAME", help: "observe-then-another: the suite observed while the first one's callback blocks"),
+        .value("--other", "NAME", help: "observe-then-another, observe-slow-and-other: the second suite observed"),
+        .value("--pause-ms", "MS", help: "observe-slow-and-other: how long each callback of SUITE sleeps"),
         .value("--then", "ACTION", help: "without-inotify: set (KEY = VALUE, three times more) or hold (the lock); clobber-inotify: none, close, devnull, inotify or pipe"),
     ]
 )
@@ -567,6 +568,26 @@ case "clobber-watcher-instance":
     while watcherThreads() > 0 && ContinuousClock.now < deadline { usleep(2_000) }
     Output.line("watcher threads left \(watcherThreads())")
     withExtendedLifetime(token) {}
+
+case "observe-slow-and-other":
+    // Observes SUITE with a callback that says "slow VALUE" at each change of KEY and
+    // then sleeps --pause-ms, and --other with one that says "other VALUE"; at each
+    // start signal, says how many threads the process has ("threads N").
+    let other = try Suite(named: option("other"), directory: URL(fileURLWithPath: option("dir")))
+    let key = option("key"), pause = useconds_t(number("pause-ms") * 1000)
+    let slow = try SuiteObservation.keys(named: [key]).start(in: suite) { change in
+        Output.line("slow \(change.newValue?.description ?? "nil")")
+        usleep(pause)
+    }
+    let second = try SuiteObservation.keys(named: [key]).start(in: other) { change in
+        Output.line("other \(change.newValue?.description ?? "nil")")
+    }
+    Output.line("observing")
+    while true {
+        inputLines.wait()
+        Output.line("threads \((try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task").count) ?? 0)")
+    }
+    withExtendedLifetime((slow, second)) {}
 
 case "clobber-inotify":
     // Writes twice (the second commit skips its files' status calls), then, as code
