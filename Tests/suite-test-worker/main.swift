@@ -20,7 +20,8 @@ let syntax = CommandLineSyntax(
         hold-lock, get, key-bytes, try-set, set-if-absent, units-current, units-set, fork-in-transaction,
         fork-observe, hold-lock-spawn, fork-then-hold, fork-read-while-held, many-open,
         hostile-check, units-trials, fork-pids, fork-release-observation, without-inotify, clobber-inotify,
-        observe-then-another, clobber-watcher-instance, observe-slow-and-other or mangle-loop
+        observe-then-another, clobber-watcher-instance, observe-slow-and-other, hostile20, paced-writer
+        or mangle-loop
         """)],
     options: RoleOptions.all + [
         .value("--key2", "KEY", help: "hostile-check: the key written"),
@@ -34,8 +35,10 @@ let syntax = CommandLineSyntax(
         .value("--file-size-limit-strict", "BYTES", help: "RLIMIT_FSIZE, with SIGXFSZ's default action (death)"),
         .value("--as-uid", "UID", help: "become this user first"),
         .value("--trials", "N", help: "units-trials: how many trials (suites SUITE-0 ... SUITE-(N-1))"),
-        .value("--other", "NAME", help: "observe-then-another, observe-slow-and-other: the second suite observed"),
+        .value("--other", "NAME", help: "observe-then-another, observe-slow-and-other, hostile20: the second suite observed"),
         .value("--pause-ms", "MS", help: "observe-slow-and-other: how long each callback of SUITE sleeps"),
+        .value("--scenario", "NAME", help: "hostile20: inside, inside-watcher, listen, listen-inside, second-store, cancel-restart, churn, lost, fork or race"),
+        .value("--other-dir", "DIR", help: "hostile20: a second directory"),
         .value("--then", "ACTION", help: "without-inotify: set (KEY = VALUE, three times more) or hold (the lock); clobber-inotify: none, close, devnull, inotify or pipe"),
     ]
 )
@@ -588,6 +591,167 @@ case "observe-slow-and-other":
         Output.line("threads \((try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task").count) ?? 0)")
     }
     withExtendedLifetime((slow, second)) {}
+
+case "paced-writer":
+    // Sets KEY = 0, 1, 2, ... until killed, 0.2 to 1.5 ms apart.
+    let key = option("key")
+    Output.line("writing")
+    var n = 0
+    while true {
+        do { try suite.set(.integer(n), forKey: key) } catch { fail("paced-writer: \(error)") }
+        n += 1
+        usleep(UInt32.random(in: 200...1500))
+    }
+
+case "hostile20":
+    // Observes SUITE alone; its callback says "blocked" at the first change and blocks
+    // there (per --scenario), the reading paused with no timer. Then, per --scenario,
+    // something else is observed; "watching" says it is; "heard ..." each change of it.
+    let scenario = option("scenario")
+    let directoryURL = URL(fileURLWithPath: option("dir"))
+    let otherName = value("other") ?? "later"
+    let otherDirectory = URL(fileURLWithPath: value("other-dir") ?? option("dir"))
+    let blocked = DispatchSemaphore(value: 0)
+    final class Box<T>: @unchecked Sendable { var value: T; let lock = NSLock(); init(_ v: T) { value = v }
+        func with<R>(_ body: (inout T) -> R) -> R { lock.lock(); defer { lock.unlock() }; return body(&value) } }
+    let keep = Box<[Any]>([])
+    @Sendable func heardHandler(_ label: String) -> @Sendable (SuiteChange) -> Void {
+        { change in Output.line("heard \(label) \(change.suite) \(change.key) \(change.newValue?.description ?? "nil")") }
+    }
+    @Sendable func observeOther(_ name: String, in dir: URL, label: String, delivery: SuiteObservation.Delivery = .suiteQueue) throws -> SuiteCancellable {
+        let other = try Suite(named: name, directory: dir)
+        return try SuiteObservation.allKeys.delivered(on: delivery).start(in: other, onChange: heardHandler(label))
+    }
+    @Sendable func listenOther() throws -> SuiteCancellable {
+        try Suite.observeSuites(in: otherDirectory, onChange: heardHandler("dir"))
+    }
+    if scenario == "race" {
+        // SUITE's callback checks the order of its values (KEY = 0, 1, 2, ...), and while
+        // a round is pending blocks until that round's suite was heard (or 8 s). The main
+        // thread, COUNT rounds: observe OTHER-i, say "watching i", wait for its change.
+        let heard = Box(-1), pending = Box(-1), last = Box(-1)
+        let first = try SuiteObservation.allKeys.start(in: suite) { change in
+            if let text = change.newValue?.description, let n = Int(text.trimmingCharacters(in: CharacterSet(charactersIn: "\""))) {
+                let previous = last.with { v -> Int in defer { v = n }; return v }
+                if n != previous + 1 { Output.line("order \(previous) then \(n)") }
+            }
+            let round = pending.with { $0 }
+            guard round >= 0 else { return }
+            let start = DispatchTime.now()
+            while heard.with({ $0 }) < round {
+                if DispatchTime.now().uptimeNanoseconds - start.uptimeNanoseconds > 8_000_000_000 {
+                    Output.line("stuck \(round)")
+                    return
+                }
+                usleep(500)
+            }
+        }
+        Output.line("observing")
+        var token: SuiteCancellable?
+        for round in 0..<number("count") {
+            token?.cancel()
+            pending.with { $0 = round }
+            // Jitter: pauses that begin now, with no other suite watched, have no timer.
+            usleep(UInt32.random(in: 0...3000))
+            let other = try Suite(named: "\(otherName)-\(round)", directory: directoryURL)
+            token = try SuiteObservation.allKeys.start(in: other) { _ in
+                heard.with { $0 = max($0, round) }
+            }
+            Output.line("watching \(round)")
+            let start = DispatchTime.now()
+            while heard.with({ $0 }) < round, DispatchTime.now().uptimeNanoseconds - start.uptimeNanoseconds < 10_000_000_000 { usleep(1000) }
+            Output.line(heard.with { $0 } >= round ? "round \(round)" : "missed \(round)")
+        }
+        token?.cancel()
+        Output.line("done")
+        withExtendedLifetime(first) { forever() }
+    }
+    let first = try SuiteObservation.allKeys.start(in: suite) { _ in
+        blocked.signal()
+        switch scenario {
+        case "inside":
+            do { keep.with { $0.append(try! observeOther(otherName, in: directoryURL, label: "other")) } }
+            Output.line("watching")
+        case "inside-watcher":
+            keep.with { $0.append(try! observeOther(otherName, in: directoryURL, label: "other", delivery: .watcherThread)) }
+            Output.line("watching")
+        case "listen-inside":
+            keep.with { $0.append(try! listenOther()) }
+            Output.line("watching")
+        default: break
+        }
+        forever()
+    }
+    Output.line("observing")
+    guard blocked.wait(timeout: .now() + 60) == .success else { fail("no change of \(suite.name) came") }
+    Output.line("blocked")
+    switch scenario {
+    case "listen":
+        keep.with { $0.append(try! listenOther()) }
+        Output.line("watching")
+    case "second-store":
+        // The test removed and made again the directory; this opens the suite there
+        // (another store) and observes it.
+        guard inputLines.wait(timeout: .now() + 30) == .success else { fail("no go") }
+        keep.with { $0.append(try! observeOther(suite.name, in: directoryURL, label: "second")) }
+        Output.line("watching")
+    case "lost":
+        // The test removed DIR; observes OTHER in --other-dir.
+        guard inputLines.wait(timeout: .now() + 30) == .success else { fail("no go") }
+        keep.with { $0.append(try! observeOther(otherName, in: otherDirectory, label: "other")) }
+        Output.line("watching")
+    case "cancel-restart":
+        // Observes OTHER-a; after its change, cancels it and observes OTHER-b.
+        let a = try observeOther(otherName + "-a", in: directoryURL, label: "a")
+        Output.line("watching a")
+        guard inputLines.wait(timeout: .now() + 30) == .success else { fail("no go") }
+        a.cancel()
+        keep.with { $0.append(try! observeOther(otherName + "-b", in: directoryURL, label: "b")) }
+        Output.line("watching b")
+    case "fork":
+        // Forks while the reading is paused with no timer: the child observes OTHER for
+        // itself ("child heard ..." at its first change, then ends); the parent observes
+        // OTHER too, then reaps the child.
+        let pid = fork()
+        if pid == 0 {
+            let heard = DispatchSemaphore(value: 0)
+            let token = try? SuiteObservation.allKeys.start(in: Suite(named: otherName, directory: directoryURL)) { change in
+                Output.line("child heard \(change.suite) \(change.key) \(change.newValue?.description ?? "nil")")
+                heard.signal()
+            }
+            Output.line(token == nil ? "child failed" : "child watching")
+            _ = heard.wait(timeout: .now() + 20)
+            withExtendedLifetime(token) {}
+            _exit(0)
+        }
+        keep.with { $0.append(try! observeOther(otherName, in: directoryURL, label: "other")) }
+        Output.line("watching")
+        var status: Int32 = 0
+        _ = waitpid(pid, &status, 0)
+        Output.line("child exited \(status)")
+    case "churn":
+        // Threads observe and cancel suites over and over while the callback blocks;
+        // then OTHER is observed.
+        let group = DispatchGroup()
+        for thread in 0..<6 {
+            let t = Thread {
+                for round in 0..<15 {
+                    if let token = try? observeOther("churn-\(thread)-\(round % 3)", in: directoryURL, label: "churn") {
+                        if round % 2 == 0 { token.cancel() } else { keep.with { $0.append(token) } }
+                    }
+                }
+                group.leave()
+            }
+            group.enter()
+            t.start()
+        }
+        guard group.wait(timeout: .now() + 30) == .success else { fail("churn hung") }
+        keep.with { $0.append(try! observeOther(otherName, in: directoryURL, label: "other")) }
+        let threads = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task").count) ?? -1
+        Output.line("watching threads \(threads)")
+    default: break
+    }
+    withExtendedLifetime(first) { forever() }
 
 case "clobber-inotify":
     // Writes twice (the second commit skips its files' status calls), then, as code

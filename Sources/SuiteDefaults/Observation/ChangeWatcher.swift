@@ -92,16 +92,17 @@ final class ChangeWatcher: Sendable {
         var moving = Watchers()
         var nextListener: UInt64 = 0
 
-        /// Whether a pause of the reading for one suite's observers holds back anyone
-        /// else: observers of another suite (or of the same suite through another
-        /// store), or a directory's listener, watched, lost or being moved.
-        var watchesMoreThanOneSuite: Bool {
-            var hubs = moving.hubs.count
-            for watchers in watches.values.lazy.map(\.watchers) + lost.values {
-                hubs += watchers.hubs.count
-                if !watchers.listeners.isEmpty || hubs > 1 { return true }
+        /// Whether a pause of the reading for the observers of `taken` holds back
+        /// anyone else: observers of another hub (another suite, or the same suite
+        /// through another store) or a directory's listener, watched, lost or being
+        /// moved. Asked of the others, not counted: `taken` may have lost its last
+        /// observation since its queue was taken, and still runs.
+        func holdsBackAnyone(besides taken: ObserverHub) -> Bool {
+            let takenHub = ObjectIdentifier(taken)
+            for watchers in watches.values.lazy.map(\.watchers) + lost.values + [moving] {
+                if !watchers.listeners.isEmpty || watchers.hubs.keys.contains(where: { $0 != takenHub }) { return true }
             }
-            return hubs > 1 || !moving.listeners.isEmpty
+            return false
         }
     }
 
@@ -459,7 +460,7 @@ final class ChangeWatcher: Sendable {
             }
             // Unmarked first: once paused, a thread standing by may take over and mark itself.
             readerThread.clear()
-            role.pause { withState(\.watchesMoreThanOneSuite) }
+            role.pause { withState { state in taken.map { state.holdsBackAnyone(besides: $0.hub) } ?? true } }
             taken?.run()
             // Not kept (nor the suite's store with it) by a thread that stands by.
             taken = nil

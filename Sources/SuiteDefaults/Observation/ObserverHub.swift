@@ -219,7 +219,8 @@ final class ObserverHub: AppliedCommitListener {
     /// catch-up of the change and its deliveries run as jobs of the queue on the
     /// reader's thread, its reading paused, saving the wake-up of the queue's own thread.
     struct TakenQueue {
-        fileprivate let hub: ObserverHub
+        /// The hub whose queue it is.
+        let hub: ObserverHub
         fileprivate let queue: ObserverQueue
 
         /// Catches up and delivers, then runs the queue's jobs until none is left, and
