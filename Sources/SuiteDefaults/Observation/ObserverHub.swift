@@ -311,7 +311,6 @@ final class ObserverHub: AppliedCommitListener {
         }
     }
 
-    /// Change events were lost; the refresh that follows catches up.
     /// The process's watch for changes ended for good (its instance's number is
     /// another file's now).
     func watchingEnded() {
@@ -319,6 +318,7 @@ final class ObserverHub: AppliedCommitListener {
         fail(.changeWatchingEnded, SuiteError(.ioFailure, suite: suite, path: directoryPath, message: message), message)
     }
 
+    /// Change events were lost; the refresh that follows catches up.
     func lostEvents() {
         SuiteDiagnostics.report(SuiteDiagnostic(
             kind: .changeEventsLost, suite: suite, directory: directoryPath,
