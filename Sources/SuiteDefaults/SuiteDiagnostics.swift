@@ -33,10 +33,12 @@ public struct SuiteDiagnostic: Sendable, CustomStringConvertible {
         /// suite caught up from its file, and observers received every change still
         /// in its journal (net changes beyond).
         case changeEventsLost
-        /// The process's watch for changes ended: code of the process closed the
-        /// descriptor of its inotify instance and gave the number to another file.
-        /// Its observers hear of no more changes from other processes (each gets an
-        /// `.ioFailure` error as well).
+        /// The process's watch for changes ended (code of the process closed the
+        /// descriptor of its inotify instance and gave the number to another file),
+        /// and the suite's directory could not be watched again through a new one:
+        /// its observers hear of no more changes from other processes (each gets an
+        /// `.ioFailure` error as well). Watched again, a suite reports
+        /// `changeEventsLost` instead, and catches up.
         case changeWatchingEnded
     }
 

@@ -537,11 +537,11 @@ case "observe-then-another":
     withExtendedLifetime((first, second)) { forever() }
 
 case "clobber-watcher-instance":
-    // Observes SUITE and says "heard VALUE" at each change of KEY; at a start signal,
-    // says how many threads read or stand by for the change watcher ("watcher threads
-    // N"), gives the number of its inotify instance to an empty file ("clobbered"),
-    // and at a second start signal, waits (10 s at most) for those threads to end,
-    // saying how many are left.
+    // Observes SUITE and says "heard VALUE" at each change of KEY (and "error ..." for
+    // an error); at a start signal, says how many threads read or stand by for the
+    // change watcher ("watcher threads N"), gives the number of its inotify instance
+    // to an empty file ("clobbered"); at a second, waits (10 s at most) for at most 2
+    // such threads to be left, saying how many are ("watcher threads left N").
     let key = option("key")
     // The change watcher's instance is the one that the observation makes.
     let before = Set(OpenDescriptors.inotifyInstances().map(\.number))
@@ -568,9 +568,9 @@ case "clobber-watcher-instance":
     Output.line("clobbered")
     inputLines.wait()
     let deadline = ContinuousClock.now + .seconds(10)
-    while watcherThreads() > 0 && ContinuousClock.now < deadline { usleep(2_000) }
+    while watcherThreads() > 2 && ContinuousClock.now < deadline { usleep(2_000) }
     Output.line("watcher threads left \(watcherThreads())")
-    withExtendedLifetime(token) {}
+    withExtendedLifetime(token) { forever() }
 
 case "observe-slow-and-other":
     // Observes SUITE with a callback that says "slow VALUE" at each change of KEY and

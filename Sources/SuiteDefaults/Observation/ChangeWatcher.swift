@@ -333,6 +333,46 @@ final class ChangeWatcher: Sendable {
         }
     }
 
+    /// The reading's instance can no longer be read (code of the process closed its
+    /// number and gave it to another file): every watched directory is watched again
+    /// through a new instance, read by a new thread, and its suites catch up, since
+    /// their events were lost meanwhile. Observers whose directory cannot be watched
+    /// again are told (`watchingEnded`).
+    private func watchAgain(after ended: CInt) {
+        let (watched, failed) = withState { state -> ([Watchers], [ObserverHub]) in
+            // A forked child's state, or one begun afresh already, is not this instance's.
+            guard state.inotify == ended else { return ([], []) }
+            let old = state.watches.values
+            // The old number is another file's now: never closed from here.
+            state.inotify = -1
+            state.role = nil
+            state.watches = [:]
+            state.identities = [:]
+            state.parents = [:]
+            var watched: [Watchers] = [], failed: [ObserverHub] = []
+            for watch in old {
+                do {
+                    try ensureWatch(&state, watch.directory, suite: nil)
+                    let identity = watch.directory.identity
+                    state.watches[identity]!.watchers.hubs.merge(watch.watchers.hubs) { _, new in new }
+                    state.watches[identity]!.watchers.listeners.merge(watch.watchers.listeners) { _, new in new }
+                    watched.append(watch.watchers)
+                } catch {
+                    failed += watch.watchers.hubs.values.map(\.hub)
+                }
+            }
+            return (watched, failed)
+        }
+        for watchers in watched {
+            for entry in watchers.hubs.values {
+                entry.hub.lostEvents()
+                entry.hub.scheduleRefresh()
+            }
+            for listener in watchers.listeners.values { listener.handler(nil) }
+        }
+        for hub in failed { hub.watchingEnded() }
+    }
+
     /// In a forked child: lets go of the state inherited from the parent, and with it
     /// the parent's hubs, when an observation made in the parent ends there (it
     /// stayed with the parent, and nothing else would end the hold).
@@ -379,8 +419,7 @@ final class ChangeWatcher: Sendable {
             }
             guard let count = Inotify.read(inotify, into: buffer, capacity: capacity) else {
                 role?.end()
-                let observed = withState { state in state.watches.values.flatMap { $0.watchers.hubs.values.map(\.hub) } }
-                for hub in observed { hub.watchingEnded() }
+                watchAgain(after: inotify)
                 return
             }
             var everything = false

@@ -311,10 +311,10 @@ final class ObserverHub: AppliedCommitListener {
         }
     }
 
-    /// The process's watch for changes ended for good (its instance's number is
-    /// another file's now).
+    /// The process's watch for changes ended (its instance's number is another
+    /// file's now), and the suite's directory could not be watched again.
     func watchingEnded() {
-        let message = "The process's watch for changes ended: code of the process closed its inotify descriptor and reused the number. Changes from other processes are no longer delivered to this process."
+        let message = "The process's watch for changes ended (code of the process closed its inotify descriptor and reused the number), and the suite's directory could not be watched again. Changes from other processes are no longer delivered to this observation."
         fail(.changeWatchingEnded, SuiteError(.ioFailure, suite: suite, path: directoryPath, message: message), message)
     }
 
