@@ -51,6 +51,12 @@ final class ChangeWatcher: Sendable {
         var listeners: [UInt64: DirectoryListener] = [:]
         var isEmpty: Bool { hubs.isEmpty && listeners.isEmpty }
 
+        /// Adds `other`'s hubs and listeners to these.
+        mutating func add(_ other: Watchers) {
+            hubs.merge(other.hubs) { _, new in new }
+            listeners.merge(other.listeners) { _, new in new }
+        }
+
         /// Counts one observation of `hub` less, forgetting it at none; false when
         /// `hub` is not among these.
         mutating func release(_ hub: ObserverHub) -> Bool {
@@ -286,8 +292,7 @@ final class ChangeWatcher: Sendable {
         forget(&state, identity)
         guard !watch.watchers.isEmpty else { return [] }
         var waiting = state.lost[watch.path] ?? Watchers()
-        waiting.hubs.merge(watch.watchers.hubs) { _, new in new }
-        waiting.listeners.merge(watch.watchers.listeners) { _, new in new }
+        waiting.add(watch.watchers)
         state.lost[watch.path] = waiting
         return watch.watchers.hubs.values.map(\.hub)
     }
@@ -353,9 +358,7 @@ final class ChangeWatcher: Sendable {
             for watch in old {
                 do {
                     try ensureWatch(&state, watch.directory, suite: nil)
-                    let identity = watch.directory.identity
-                    state.watches[identity]!.watchers.hubs.merge(watch.watchers.hubs) { _, new in new }
-                    state.watches[identity]!.watchers.listeners.merge(watch.watchers.listeners) { _, new in new }
+                    state.watches[watch.directory.identity]!.watchers.add(watch.watchers)
                     watched.append(watch.watchers)
                 } catch {
                     failed += watch.watchers.hubs.values.map(\.hub)

@@ -199,11 +199,7 @@ final class ObserverHub: AppliedCommitListener {
     /// an idle queue is taken for the reader, which pauses its reading and runs it
     /// (`TakenQueue.run`); or the queue catches up on its own thread.
     func fileChanged(mayTakeQueue: Bool) -> TakenQueue? {
-        let found = withObservers { observers -> (queue: ObserverQueue, onWatcherThread: Bool)? in
-            guard !observers.sinks.isEmpty, let queue = Self.queue(of: &observers) else { return nil }
-            return (queue, observers.allOnWatcherThread)
-        }
-        if let (queue, onWatcherThread) = found, let store {
+        if let (_, onWatcherThread, queue) = sinksAndQueue(), let store {
             if onWatcherThread {
                 var caughtUp = false
                 if queue.serial.runHereIfIdle({ caughtUp = store.catchUpWithoutWaiting() }), caughtUp { return nil }
