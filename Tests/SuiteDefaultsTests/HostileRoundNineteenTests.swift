@@ -20,14 +20,7 @@ struct HostileRoundNineteenTests: WatchedFilesTesting {
 
     // MARK: Helpers
 
-    /// The names of this process's threads.
-    static func threadNames() -> [String] {
-        let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []
-        return tasks.compactMap { try? String(contentsOfFile: "/proc/self/task/\($0)/comm", encoding: .utf8) }
-            .map { $0.trimmingCharacters(in: .newlines) }
-    }
-
-    static func count(_ name: String) -> Int { threadNames().filter { $0 == name }.count }
+    static func count(_ name: String) -> Int { OwnThreads.names().filter { $0 == name }.count }
 
     /// Waits until `condition` holds, at most `timeout`.
     static func eventually(_ timeout: Duration = .seconds(10), _ condition: () -> Bool) -> Bool {

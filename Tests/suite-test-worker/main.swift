@@ -550,12 +550,7 @@ case "clobber-watcher-instance":
     }) { change in
         Output.line("heard \(change.newValue?.description ?? "nil")")
     }
-    func watcherThreads() -> Int {
-        let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []
-        return tasks.filter { task in
-            (try? String(contentsOfFile: "/proc/self/task/\(task)/comm", encoding: .utf8))?.hasPrefix("suite-watcher") == true
-        }.count
-    }
+    func watcherThreads() -> Int { OwnThreads.names().filter { $0 == "suite-watcher" }.count }
     Output.line("observing")
     inputLines.wait()
     Output.line("watcher threads \(watcherThreads())")
@@ -588,7 +583,7 @@ case "observe-slow-and-other":
     Output.line("observing")
     while true {
         inputLines.wait()
-        Output.line("threads \((try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task").count) ?? 0)")
+        Output.line("threads \(OwnThreads.count)")
     }
     withExtendedLifetime((slow, second)) {}
 
@@ -747,7 +742,7 @@ case "hostile20":
         }
         guard group.wait(timeout: .now() + 30) == .success else { fail("churn hung") }
         keep.with { $0.append(try! observeOther(otherName, in: directoryURL, label: "other")) }
-        let threads = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task").count) ?? -1
+        let threads = OwnThreads.count
         Output.line("watching threads \(threads)")
     default: break
     }
