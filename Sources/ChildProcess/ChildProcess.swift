@@ -61,25 +61,101 @@ public final class ChildProcess: Sendable {
 
     /// Starts `executable` with `arguments`; its standard input, output and error are
     /// pipes to this process.
-    public init(executable: String, arguments: [String], environment: [String: String]? = nil) throws {
+    ///
+    /// With `endsWithThisProcess`, the child also ends when this process ends, however
+    /// it ends (a crash, SIGKILL), for programs that do not read their standard input
+    /// and would otherwise live on (a server such as etcd). It then runs in a process
+    /// group of its own, beside a watcher (`/bin/sh`) in that group which holds a pipe
+    /// whose only writer is this process: when the pipe's writer is gone, the watcher
+    /// kills the group. The watcher is reaped with the child.
+    public init(executable: String, arguments: [String], environment: [String: String]? = nil,
+                endsWithThisProcess: Bool = false) throws {
         self.executable = executable
         // Pipes are made and the child spawned under one lock, so that no other
         // child spawned from here at the same moment inherits these pipes' ends
         // (which would keep them open and hide the end of the output).
         Self.spawnLock.lock()
         defer { Self.spawnLock.unlock() }
-        var input: [CInt] = [0, 0], output: [CInt] = [0, 0], error: [CInt] = [0, 0]
-        for index in 0..<3 {
-            let made = index == 0 ? pipe(&input) : index == 1 ? pipe(&output) : pipe(&error)
-            guard made == 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+        let input = try Self.pipeEnds(), output = try Self.pipeEnds(), error = try Self.pipeEnds()
+        let spawned = Self.spawn(executable, arguments, environment: environment,
+                                 descriptors: (input.read, output.write, error.write), processGroup: endsWithThisProcess ? 0 : nil)
+        close(input.read)
+        close(output.write)
+        close(error.write)
+        let child: pid_t
+        switch spawned {
+        case .success(let pid): child = pid
+        case .failure(let failure):
+            close(input.write)
+            close(output.read)
+            close(error.read)
+            throw failure
         }
-        for descriptor in input + output + error { _ = fcntl(descriptor, F_SETFD, FD_CLOEXEC) }
+        pid = child
+        standardInput = input.write
+        var watcher: (pid: pid_t, lifeline: CInt)?
+        if endsWithThisProcess {
+            do {
+                watcher = try Self.startWatcher(ofGroup: child)
+            } catch let failure {
+                // Not left running without its watcher: killed and reaped here.
+                _ = Glibc.kill(child, SIGKILL)
+                var status: CInt = 0
+                while waitpid(child, &status, 0) < 0 && errno == EINTR {}
+                close(input.write)
+                close(output.read)
+                close(error.read)
+                throw failure
+            }
+        }
+        Self.startReading(output.read, isOutput: true, shared)
+        Self.startReading(error.read, isOutput: false, shared)
+        Self.startReaping(child, watcher: watcher, shared)
+    }
+
+    /// The watcher of `endsWithThisProcess`: `/bin/sh` in the child's process group,
+    /// reading a pipe that only this process writes (its end closes on exec), which
+    /// kills its group once the read ends. The group outlives the child while the
+    /// watcher is in it, so the kill never reaches a group that reused the number.
+    private static func startWatcher(ofGroup group: pid_t) throws -> (pid: pid_t, lifeline: CInt) {
+        let lifeline = try pipeEnds()
+        let nothing = open("/dev/null", O_RDWR | O_CLOEXEC)
+        guard nothing >= 0 else {
+            close(lifeline.read)
+            close(lifeline.write)
+            throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO)
+        }
+        let spawned = spawn("/bin/sh", ["-c", "read -r _; kill -KILL 0", "child-process-watcher"], environment: [:],
+                            descriptors: (lifeline.read, nothing, nothing), processGroup: group)
+        close(lifeline.read)
+        close(nothing)
+        switch spawned {
+        case .success(let pid): return (pid, lifeline.write)
+        case .failure(let failure):
+            close(lifeline.write)
+            throw failure
+        }
+    }
+
+    /// A pipe whose ends close on exec (a child gets the ends it needs by `dup2`).
+    private static func pipeEnds() throws -> (read: CInt, write: CInt) {
+        var ends: [CInt] = [0, 0]
+        guard pipe(&ends) == 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+        for end in ends { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
+        return (ends[0], ends[1])
+    }
+
+    /// `posix_spawn` of `executable` with `descriptors` as its standard input, output and
+    /// error, in the process group `processGroup` (0: a new one) when given.
+    private static func spawn(_ executable: String, _ arguments: [String], environment: [String: String]?,
+                              descriptors: (input: CInt, output: CInt, error: CInt),
+                              processGroup: pid_t?) -> Result<pid_t, POSIXError> {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_adddup2(&actions, input[0], 0)
-        posix_spawn_file_actions_adddup2(&actions, output[1], 1)
-        posix_spawn_file_actions_adddup2(&actions, error[1], 2)
+        posix_spawn_file_actions_adddup2(&actions, descriptors.input, 0)
+        posix_spawn_file_actions_adddup2(&actions, descriptors.output, 1)
+        posix_spawn_file_actions_adddup2(&actions, descriptors.error, 2)
 
         let environmentPairs = (environment ?? ProcessInfo.processInfo.environment).map { "\($0.key)=\($0.value)" }
         let argv = ([executable] + arguments).map { strdup($0) } + [nil]
@@ -99,23 +175,15 @@ public final class ChildProcess: Sendable {
         sigfillset(&allSignals)
         posix_spawnattr_setsigmask(&attributes, &noSignals)
         posix_spawnattr_setsigdefault(&attributes, &allSignals)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+        var flags = POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF
+        if let processGroup {
+            posix_spawnattr_setpgroup(&attributes, processGroup)
+            flags |= POSIX_SPAWN_SETPGROUP
+        }
+        posix_spawnattr_setflags(&attributes, Int16(flags))
         var child: pid_t = 0
         let spawned = posix_spawn(&child, executable, &actions, &attributes, argv, envp)
-        close(input[0])
-        close(output[1])
-        close(error[1])
-        guard spawned == 0 else {
-            close(input[1])
-            close(output[0])
-            close(error[0])
-            throw POSIXError(POSIXErrorCode(rawValue: spawned) ?? .EIO)
-        }
-        pid = child
-        standardInput = input[1]
-        Self.startReading(output[0], isOutput: true, shared)
-        Self.startReading(error[0], isOutput: false, shared)
-        Self.startReaping(child, shared)
+        return spawned == 0 ? .success(child) : .failure(POSIXError(POSIXErrorCode(rawValue: spawned) ?? .EIO))
     }
 
     private static func startReading(_ descriptor: CInt, isOutput: Bool, _ shared: Shared) {
@@ -154,11 +222,18 @@ public final class ChildProcess: Sendable {
         thread.start()
     }
 
-    private static func startReaping(_ pid: pid_t, _ shared: Shared) {
+    /// Reaps the child, then its watcher (whose pipe it closes first, which ends it),
+    /// and only then records how the child ended.
+    private static func startReaping(_ pid: pid_t, watcher: (pid: pid_t, lifeline: CInt)?, _ shared: Shared) {
         let thread = Thread {
             var status: CInt = 0
             while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
             let ended: Termination = status & 0x7F == 0 ? .exited((status >> 8) & 0xFF) : .signaled(status & 0x7F)
+            if let watcher {
+                close(watcher.lifeline)
+                var watcherStatus: CInt = 0
+                while waitpid(watcher.pid, &watcherStatus, 0) < 0 && errno == EINTR {}
+            }
             shared.locked {
                 shared.termination = ended
                 shared.condition.broadcast()

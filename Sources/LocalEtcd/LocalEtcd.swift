@@ -10,7 +10,8 @@ import ToolSupport
 /// directory of its own, over http or (given a certificate and key) https.
 ///
 /// Every member is a `ChildProcess`, so it is killed and reaped when this goes away;
-/// `shutDown()` does it at once and removes the data directory. Members listen on
+/// `shutDown()` does it at once and removes the data directory. A member also ends when
+/// the process that started it ends, however that ends (its data directory stays). Members listen on
 /// 127.0.0.1 only, with short heartbeats, so a cluster elects a new leader within about
 /// a second of losing one. Every wait has a deadline. The methods block: callers on the
 /// tasks' cooperative threads run them on a thread of their own.
@@ -131,7 +132,9 @@ public final class LocalEtcd: Sendable {
             "--heartbeat-interval", "50", "--election-timeout", "500",
             "--logger", "zap", "--log-level", "error",
         ] + (tls.map { ["--cert-file", $0.certificate, "--key-file", $0.key] } ?? [])
-        let process = try ChildProcess(executable: executable, arguments: arguments)
+        // etcd never reads its input, so a pipe's end would not end it: it ends with
+        // this process by `endsWithThisProcess` (a test that crashes leaves no server).
+        let process = try ChildProcess(executable: executable, arguments: arguments, endsWithThisProcess: true)
         process.closeInput()
         let refused = state.withLock { state in
             guard !state.isShutDown else { return true }

@@ -17,7 +17,7 @@ let syntax = CommandLineSyntax(
     synopsis: ["suite-test-worker COMMAND --dir DIR --suite NAME [OPTIONS]"],
     arguments: [CommandLineArgument("COMMAND", help: """
         increment, write-keys, ack-loop, invariant-writer, invariant-reader, pause, compact,
-        hold-lock, get, key-bytes, try-set, set-if-absent, units-current, units-set, fork-in-transaction,
+        hold-lock, get, key-bytes, spawn-lingering, try-set, set-if-absent, units-current, units-set, fork-in-transaction,
         fork-observe, hold-lock-spawn, fork-then-hold, fork-read-while-held, many-open,
         hostile-check, units-trials, fork-pids, fork-release-observation, without-inotify, clobber-inotify,
         observe-then-another, clobber-watcher-instance, observe-slow-and-other, hostile20, paced-writer
@@ -37,6 +37,7 @@ let syntax = CommandLineSyntax(
         .value("--trials", "N", help: "units-trials: how many trials (suites SUITE-0 ... SUITE-(N-1))"),
         .value("--other", "NAME", help: "observe-then-another, observe-slow-and-other, hostile20: the second suite observed"),
         .value("--pause-ms", "MS", help: "observe-slow-and-other: how long each callback of SUITE sleeps"),
+        .value("--ends-with-us", "no", help: "spawn-lingering: \"no\" starts the program without endsWithThisProcess"),
         .value("--scenario", "NAME", help: "hostile20: inside, inside-watcher, listen, listen-inside, second-store, cancel-restart, churn, lost, fork or race"),
         .value("--other-dir", "DIR", help: "hostile20: a second directory"),
         .value("--then", "ACTION", help: "without-inotify: set (KEY = VALUE, three times more) or hold (the lock); clobber-inotify: none, close, devnull, inotify or pipe"),
@@ -422,6 +423,17 @@ case "hold-lock-spawn":
         Output.line("spawned \(pid)")
         forever()
     }
+
+case "spawn-lingering":
+    // Starts a program that never reads its standard input (`sleep`, as etcd), with
+    // ChildProcess's endsWithThisProcess unless --ends-with-us is "no", reports its
+    // pid, and waits to be killed. The ChildProcess is never let go: its deinit would
+    // kill the program.
+    guard let lingering = try? ChildProcess(executable: "/bin/sleep", arguments: ["300"], environment: [:],
+                                            endsWithThisProcess: value("ends-with-us") != "no")
+    else { fail("spawn-lingering: could not start /bin/sleep") }
+    Output.line("spawned \(lingering.pid)")
+    withExtendedLifetime(lingering) { forever() }
 
 case "fork-then-hold":
     // Forks a child that never uses the suite and only waits, reports its pid, then
