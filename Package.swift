@@ -137,11 +137,14 @@ let package = Package(
         // The worker that multi-process tests spawn as real child processes.
         .executableTarget(
             name: "suite-test-worker",
-            dependencies: ["ChildProcess", "SuiteDefaults", "UnitPreferences", "ToolSupport", "WorkerRoles"],
+            dependencies: ["ChildProcess", "SuiteDefaults", "UnitPreferences", "ToolSupport", "WorkerRoles", "TestRecorders"],
             path: "Tests/suite-test-worker"
         ),
-        // What the test targets share: temporary directories, workers, recorders, etcd.
-        .target(name: "TestSupport", dependencies: ["SuiteDefaults", "ChildProcess", "ToolSupport", "LocalEtcd"],
+        // What the tests and the test worker share: change recorders, a blocking
+        // observer, a locked box (the worker runs forked scenarios with them).
+        .target(name: "TestRecorders", dependencies: ["SuiteDefaults"], path: "Tests/TestRecorders"),
+        // What the test targets share: temporary directories, workers, recorders (re-exported), etcd.
+        .target(name: "TestSupport", dependencies: ["SuiteDefaults", "ChildProcess", "ToolSupport", "LocalEtcd", "TestRecorders"],
                 path: "Tests/TestSupport"),
         .testTarget(
             name: "SuiteDefaultsTests",

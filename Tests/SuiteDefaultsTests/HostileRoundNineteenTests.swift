@@ -9,7 +9,9 @@ import TestSupport
 /// change, its reading paused (`ReaderRole`, `SerialQueue.borrowIfIdle`,
 /// `ObserverHub.TakenQueue`), and `Inotify.readWithoutWaiting` asking `FIONREAD` first.
 /// Real processes, files and threads; every change under observation here comes from
-/// another process, so it reaches this one only through the reading.
+/// another process, so it reaches this one only through the reading. The scenarios of
+/// a forked child run in a worker (role "forked"), which forks itself: this process's
+/// other threads may hold a lock at a fork, which its child would wait for for good.
 @Suite("Hostile round nineteen: the reading paused", .serialized)
 struct HostileRoundNineteenTests: WatchedFilesTesting {
     let directory = TemporaryDirectory("hostile-19")
@@ -32,27 +34,35 @@ struct HostileRoundNineteenTests: WatchedFilesTesting {
         return true
     }
 
-    /// What a forked child's `OpenDescriptors` calls need made first (see `ForkedChild.run`).
-    static func warmUpOpenDescriptors() {
-        _ = OpenDescriptors.inotifyInstances()
-        _ = OpenDescriptors.leading(to: "anon_inode:[timerfd]")
+    /// Starts the worker's role "forked" on `scenario` (Tests/suite-test-worker/ForkedScenarios.swift):
+    /// the worker forks (not this process, whose other threads, at work on other suites'
+    /// tests, may hold a lock of the Swift runtime or of malloc at the fork, for good in
+    /// the child), its child runs the scenario, and the worker reaps it and says how it ended.
+    func forkedScenario(_ scenario: String, suite: String, _ options: [String: String] = [:]) throws -> ChildProcess {
+        try startWorker("forked", in: directory, suite: suite, options.merging(["scenario": scenario]) { a, _ in a })
     }
 
-    /// A byte-for-byte copy with plain calls (safe in a forked child).
-    static func copyFile(_ from: String, _ to: String) -> Bool {
-        let source = Glibc.open(from, O_RDONLY)
-        guard source >= 0 else { return false }
-        defer { close(source) }
-        let target = Glibc.open(to, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
-        guard target >= 0 else { return false }
-        defer { close(target) }
-        var buffer = [UInt8](repeating: 0, count: 65536)
-        while true {
-            let count = buffer.withUnsafeMutableBytes { Glibc.read(source, $0.baseAddress, 65536) }
-            if count == 0 { return true }
-            if count < 0 { return false }
-            guard buffer.withUnsafeBytes({ write(target, $0.baseAddress, count) }) == count else { return false }
-        }
+    /// Whether `line` is the worker's report of how its forked child ended.
+    static func isChildReport(_ line: String) -> Bool {
+        ["child status ", "child killed", "child not forked"].contains { line.hasPrefix($0) }
+    }
+
+    /// Waits (60 s at most) for the line `line` from the worker's forked child, or for
+    /// the report of the child's end, after which none comes: whether it came.
+    func waitForChild(_ worker: ChildProcess, _ line: String) -> Bool {
+        _ = worker.waitForLines(timeout: .seconds(60)) { $0.contains(line) || $0.contains(where: Self.isChildReport) }
+        return worker.lines.contains(line)
+    }
+
+    /// The exit status of the worker's forked child, as the worker reports it: nil when
+    /// the child was killed (hung past its deadline, 60 s), died of a signal, was not
+    /// forked, or no report came.
+    func childStatus(_ worker: ChildProcess, sourceLocation: SourceLocation = #_sourceLocation) -> Int32? {
+        _ = worker.waitForLines(timeout: .seconds(120)) { $0.contains(where: Self.isChildReport) }
+        let line = worker.lines.first(where: Self.isChildReport)
+        #expect(line != nil, "no report of the child from \(worker.pid); output: \(worker.lines.suffix(5)), errors: \(worker.standardError)",
+                sourceLocation: sourceLocation)
+        return line.flatMap { $0.hasPrefix("child status ") ? Int32($0.dropFirst("child status ".count)) : nil }
     }
 
     // MARK: 1. FIONREAD on a number that is no longer the instance
@@ -70,23 +80,10 @@ struct HostileRoundNineteenTests: WatchedFilesTesting {
     @Test(arguments: ["devnull", "emptyFile"])
     func theInstanceNumberGivenToAnEmptyFileThenTheDataFileReplaced(mode: String) throws {
         let name = "fionread-\(mode)"
-        let dir = directory.url, data = path(name), backup = directory.file("backup-\(mode)").path
-        let copy = directory.file("copy-\(mode)").path, empty = directory.file("empty-\(mode)").path
-        let status = ForkedChild.run(warmingUp: Self.warmUpOpenDescriptors) {
-            let before = Set(OpenDescriptors.inotifyInstances().map(\.number))
-            guard let suite = try? Suite(named: name, directory: dir),
-                  (try? suite.set(1, forKey: "first")) != nil, (try? suite.set(2, forKey: "second")) != nil
-            else { return 10 }
-            guard suite.store.skipsFileStatusWhileUnchanged else { return 11 }
-            guard let target = OpenDescriptors.inotifyInstances().first(where: { !before.contains($0.number) && $0.watches > 0 })?.number
-            else { return 12 }
-            let other = mode == "devnull" ? Glibc.open("/dev/null", O_RDONLY) : Glibc.open(empty, O_RDWR | O_CREAT | O_TRUNC, 0o600)
-            guard other >= 0, dup2(other, target) == target else { return 13 }
-            close(other)
-            guard link(data, backup) == 0, Self.copyFile(data, copy), rename(copy, data) == 0 else { return 14 }
-            guard (try? suite.set(3, forKey: "third")) != nil else { return 15 }
-            return 0
-        }
+        let worker = try forkedScenario("fionread", suite: name, ["then": mode])
+        defer { worker.kill() }
+        let status = childStatus(worker)
+        worker.expectSuccess()
         #expect(status == 0, "the child failed: \(status.map(String.init) ?? "killed")")
         guard status == 0 else { return }
         #expect(try read(name, "first") == "value 1")
@@ -363,59 +360,26 @@ struct HostileRoundNineteenTests: WatchedFilesTesting {
 
     // MARK: 7. A forked child
 
-    /// fork() from another thread while the parent's reader is paused in a blocked
-    /// callback: the child has none of the parent's threads, and its queue-taking
+    /// fork() from another thread (the worker's main thread) while the parent's reader
+    /// is paused in a blocked callback: the child has none of the parent's threads, and its queue-taking
     /// reader is its own: it observes two suites, one with a blocking callback, and
     /// hears the other while that one blocks.
     @Test func aForkWhileTheReaderIsPaused() throws {
-        let parentSuite = try open("fork-parent")
-        let gate = BlockingObserver()
-        let token = try SuiteObservation.allKeys.start(in: parentSuite, onChange: gate.handler)
-        defer { gate.open(4) }
+        let worker = try forkedScenario("fork-while-paused", suite: "fork-parent")
+        defer { worker.kill() }
+        worker.expectLine(startingWith: "observing")
         try writeFromAnotherProcess("k", "1", in: directory.url, suite: "fork-parent")
-        #expect(gate.entered.wait(timeout: .now() + 10) == .success)
-        var ready: [Int32] = [-1, -1], go: [Int32] = [-1, -1]
-        #expect(pipe(&ready) == 0 && pipe(&go) == 0)
-        let dir = directory.url
-        let pid = fork()
-        if pid == 0 {
-            close(ready[0]); close(go[1])
-            let status: Int32 = {
-                guard let slow = try? Suite(named: "fork-child-slow", directory: dir),
-                      let seen = try? Suite(named: "fork-child-seen", directory: dir),
-                      let parentAgain = try? Suite(named: "fork-parent", directory: dir)
-                else { return 10 }
-                let childGate = BlockingObserver(), recorder = ChangeRecorder(), parentRecorder = ChangeRecorder()
-                guard let one = try? SuiteObservation.allKeys.start(in: slow, onChange: childGate.handler),
-                      let two = try? SuiteObservation.allKeys.start(in: seen, onChange: recorder.handler),
-                      let three = try? SuiteObservation.allKeys.start(in: parentAgain, onChange: parentRecorder.handler)
-                else { return 11 }
-                defer { childGate.open(4); withExtendedLifetime([one, two, three]) {} }
-                var byte: UInt8 = 1
-                _ = write(ready[1], &byte, 1)
-                guard childGate.entered.wait(timeout: .now() + 20) == .success else { return 12 }
-                _ = write(ready[1], &byte, 1)
-                guard recorder.wait(for: "k", toBecome: "seen", timeout: .seconds(20)) else { return 13 }
-                guard parentRecorder.wait(for: "k", toBecome: "from-child-view", timeout: .seconds(20)) else { return 14 }
-                return 0
-            }()
-            _exit(status)
-        }
-        close(ready[1]); close(go[0]); close(go[1])
-        defer { close(ready[0]) }
-        #expect(pid > 0)
-        var byte: UInt8 = 0
-        #expect(Glibc.read(ready[0], &byte, 1) == 1, "the child did not start observing")
+        worker.expectLine(startingWith: "blocked")
+        #expect(waitForChild(worker, "child observing"), "the child did not start observing")
         try writeFromAnotherProcess("k", "1", in: directory.url, suite: "fork-child-slow")
-        #expect(Glibc.read(ready[0], &byte, 1) == 1, "the child's slow callback was not called")
+        #expect(waitForChild(worker, "child blocked"), "the child's slow callback was not called")
         try writeFromAnotherProcess("k", "seen", in: directory.url, suite: "fork-child-seen")
         try writeFromAnotherProcess("k", "from-child-view", in: directory.url, suite: "fork-parent")
-        let status = ForkedChild.reap(pid, timeout: .seconds(60))
+        let status = childStatus(worker)
         #expect(status == 0, "the child: \(status.map(String.init) ?? "killed or hung")")
         // The parent goes on.
-        gate.open()
-        #expect(gate.recorder.wait(for: "k", toBecome: "from-child-view", timeout: .seconds(10)))
-        withExtendedLifetime(token) {}
+        worker.expectLine(startingWith: "parent heard from-child-view")
+        worker.expectSuccess()
     }
 
     /// A forked child that closed what it inherited (a "close every descriptor" loop,
@@ -427,40 +391,15 @@ struct HostileRoundNineteenTests: WatchedFilesTesting {
     /// older, and does the same.) Told by the file's identity: the number closed may
     /// be given at once to the child's own new timer.
     @Test func aForkedChildsOwnFileAtTheParentsTimerNumber() throws {
-        let parentSuite = try open("timer-parent"), recorder = ChangeRecorder()
-        let token = try SuiteObservation.allKeys.start(in: parentSuite, onChange: recorder.handler)
+        let worker = try forkedScenario("timer-number", suite: "timer-parent")
+        defer { worker.kill() }
+        worker.expectLine(startingWith: "observing")
         try writeFromAnotherProcess("k", "1", in: directory.url, suite: "timer-parent")
-        #expect(recorder.wait(for: "k", toBecome: "1", timeout: .seconds(10)))
-        let dir = directory.url, file = directory.file("child-own-file").path
-        let status = ForkedChild.run(warmingUp: Self.warmUpOpenDescriptors) {
-            let timers = OpenDescriptors.leading(to: "anon_inode:[timerfd]")
-            guard !timers.isEmpty else { return 10 }
-            // The child closes what it inherited and opens files of its own at those numbers.
-            for number in timers {
-                close(number)
-                let own = Glibc.open(file, O_RDWR | O_CREAT | O_APPEND, 0o600)
-                guard own >= 0 else { return 11 }
-                if own != number {
-                    guard dup2(own, number) == number else { return 12 }
-                    close(own)
-                }
-            }
-            guard timers.allSatisfy({ fcntl($0, F_GETFD) >= 0 }) else { return 14 }
-            guard let suite = try? Suite(named: "timer-child", directory: dir),
-                  let child = try? SuiteObservation.allKeys.start(in: suite, onChange: { _ in }) else { return 13 }
-            defer { withExtendedLifetime(child) {} }
-            // Still the child's file (a number closed may have been given to the new timer).
-            var own = stat()
-            guard stat(file, &own) == 0 else { return 15 }
-            let closed = timers.filter { number in
-                var status = stat()
-                return fstat(number, &status) != 0 || status.st_ino != own.st_ino || status.st_dev != own.st_dev
-            }
-            return closed.isEmpty ? 0 : 20
-        }
+        worker.expectLine(startingWith: "parent heard 1", within: .seconds(20))
+        let status = childStatus(worker)
+        worker.expectSuccess()
         #expect(status == 0, status == 20 ? "the library closed a file the child opened at the parent's timer number"
                                           : "the child: \(status.map(String.init) ?? "killed or hung")")
-        withExtendedLifetime(token) {}
     }
 
     // MARK: 8. No thread or no timer to be had
@@ -472,43 +411,10 @@ struct HostileRoundNineteenTests: WatchedFilesTesting {
     /// reading over, so the queue is given
     /// back and its own thread runs it; other suites still hear.
     @Test func noStandbyThreadCanBeStarted() throws {
-        let dir = directory.url
-        _ = Self.workerPath
-        let status = ForkedChild.run {
-            guard let slow = try? Suite(named: "nothread-slow", directory: dir),
-                  let seen = try? Suite(named: "nothread-seen", directory: dir) else { return 10 }
-            let gate = DispatchSemaphore(value: 0), entered = DispatchSemaphore(value: 0)
-            let slowRecorder = ChangeRecorder(), recorder = ChangeRecorder(), names = LockedBox<[String]>([])
-            guard let one = try? SuiteObservation.allKeys.start(in: slow, onChange: { change in
-                slowRecorder.handler(change)
-                guard change.newValue == "block" else { return }
-                names.withLock { $0.append(currentThreadName()) }
-                entered.signal()
-                _ = gate.wait(timeout: .now() + 60)
-            }), let two = try? SuiteObservation.allKeys.start(in: seen, onChange: recorder.handler) else { return 11 }
-            defer { gate.signal(); withExtendedLifetime([one, two]) {} }
-            // Both queues made (and the thread standing by started) while threads can be.
-            guard (try? Self.writeInWorker("nothread-slow", "k", "warm", dir)) == true,
-                  (try? Self.writeInWorker("nothread-seen", "k", "warm", dir)) == true,
-                  slowRecorder.wait(for: "k", toBecome: "warm", timeout: .seconds(20)),
-                  recorder.wait(for: "k", toBecome: "warm", timeout: .seconds(20))
-            else { return 12 }
-            // Every later pthread_create fails.
-            if let failed = Self.makeEveryNewThreadFail() { return failed }
-            // Two slow changes: the first may be handed to the thread standing by
-            // (started while threads could be), the second finds none to start.
-            for round in 0..<2 {
-                guard (try? Self.writeInWorker("nothread-slow", "k", "block", dir)) == true else { return 16 }
-                guard entered.wait(timeout: .now() + 20) == .success else { return 17 }
-                guard (try? Self.writeInWorker("nothread-seen", "k", "\(round)", dir)) == true else { return 18 }
-                guard recorder.wait(for: "k", toBecome: .string("\(round)"), timeout: .seconds(20)) else { return 19 }
-                gate.signal()
-                guard (try? Self.writeInWorker("nothread-slow", "k", "after-\(round)", dir)) == true,
-                      slowRecorder.wait(for: "k", toBecome: .string("after-\(round)"), timeout: .seconds(20))
-                else { return 20 }
-            }
-            return 0
-        }
+        let worker = try forkedScenario("no-standby-thread", suite: "nothread-slow")
+        defer { worker.kill() }
+        let status = childStatus(worker)
+        worker.expectSuccess()
         #expect(status == 0, "the child: \(status.map(String.init) ?? "killed or hung")")
     }
 
@@ -517,95 +423,21 @@ struct HostileRoundNineteenTests: WatchedFilesTesting {
     /// says so with a typed error instead of stopping the process (it was fatal: the
     /// helper of this round hit it). Reads and writes go on, and nothing is watched.
     @Test func anObservationWithNoThreadToStartThrows() throws {
-        let dir = directory.url
-        let status = ForkedChild.run {
-            guard let suite = try? Suite(named: "nothread-at-all", directory: dir) else { return 10 }
-            if let failed = Self.makeEveryNewThreadFail() { return failed }
-            do {
-                _ = try SuiteObservation.allKeys.start(in: suite) { _ in }
-                return 20
-            } catch let error as SuiteError where error.code == .ioFailure {
-            } catch {
-                return 21
-            }
-            do {
-                _ = try Suite.observeSuites(in: dir) { _ in }
-                return 22
-            } catch let error as SuiteError where error.code == .ioFailure {
-            } catch {
-                return 23
-            }
-            guard (try? suite.set("still", forKey: "k")) != nil, suite.string(forKey: "k") == "still" else { return 24 }
-            return ChangeWatcher.shared.watchedDirectories.isEmpty ? 0 : 25
-        }
+        let worker = try forkedScenario("no-thread-at-all", suite: "nothread-at-all")
+        defer { worker.kill() }
+        let status = childStatus(worker)
+        worker.expectSuccess()
         #expect(status == 0, "the child: \(status.map(String.init) ?? "killed (a fatal error) or hung")")
-    }
-
-    /// In a forked child: makes every later `pthread_create` fail (each new thread's
-    /// default stack too large to map; RLIMIT_NPROC does not bind root). Nil when it
-    /// does, else the child's exit status saying which step did not work.
-    static func makeEveryNewThreadFail() -> Int32? {
-        typealias SetDefault = @convention(c) (UnsafePointer<pthread_attr_t>) -> CInt
-        guard let symbol = dlsym(nil, "pthread_setattr_default_np") else { return 13 }
-        var attributes = pthread_attr_t()
-        pthread_attr_init(&attributes)
-        pthread_attr_setstacksize(&attributes, 1 << 46)
-        guard unsafeBitCast(symbol, to: SetDefault.self)(&attributes) == 0 else { return 14 }
-        var probe = pthread_t()
-        return pthread_create(&probe, nil, { _ in nil }, nil) != 0 ? nil : 15
-    }
-
-    /// A write from another process, made with fork and exec (no thread needed).
-    static let workerPath = Products.path("suite-test-worker")
-
-    static func writeInWorker(_ suite: String, _ key: String, _ value: String, _ dir: URL) throws -> Bool {
-        let arguments = [workerPath, "try-set", "--dir", dir.path, "--suite", suite, "--key", key, "--value", value]
-        let pid = fork()
-        if pid == 0 {
-            let devnull = Glibc.open("/dev/null", O_RDWR)
-            dup2(devnull, 0); dup2(devnull, 1)
-            var argv = arguments.map { strdup($0) } + [nil]
-            execv(arguments[0], &argv)
-            _exit(127)
-        }
-        return ForkedChild.reap(pid, timeout: .seconds(30)) == 0
     }
 
     /// In a forked child whose descriptors run out right after the inotify instance
     /// (so that no timer can be made, and the reader takes no queue): changes still
     /// arrive, on the queue's own thread.
     @Test func noTimerCanBeMade() throws {
-        let dir = directory.url
-        _ = Self.workerPath
-        let status = ForkedChild.run(warmingUp: Self.warmUpOpenDescriptors) {
-            guard let suite = try? Suite(named: "notimer", directory: dir) else { return 10 }
-            _ = suite.storedValue(forKey: "k")
-            // The parent's instance and timer, inherited, are closed now, not at the watch.
-            ChangeWatcher.shared.forgetStateInheritedByFork()
-            let recorder = ChangeRecorder(), names = LockedBox<[String]>([])
-            var saved = rlimit()
-            getrlimit(Int32(RLIMIT_NOFILE.rawValue), &saved)
-            let lowest = dup(0)
-            guard lowest >= 0 else { return 11 }
-            close(lowest)
-            let before = OpenDescriptors.inotifyInstances().count
-            var bound = rlimit(rlim_cur: rlim_t(lowest + 1), rlim_max: saved.rlim_max)
-            guard setrlimit(Int32(RLIMIT_NOFILE.rawValue), &bound) == 0 else { return 12 }
-            let token = try? SuiteObservation.allKeys.start(in: suite) { change in
-                names.withLock { $0.append(currentThreadName()) }
-                recorder.handler(change)
-            }
-            setrlimit(Int32(RLIMIT_NOFILE.rawValue), &saved)
-            guard let token else { return 13 }
-            defer { withExtendedLifetime(token) {} }
-            guard OpenDescriptors.inotifyInstances().count == before + 1 else { return 14 }
-            for index in 0..<3 {
-                guard (try? Self.writeInWorker("notimer", "k", "\(index)", dir)) == true else { return 15 }
-                guard recorder.wait(for: "k", toBecome: .string("\(index)"), timeout: .seconds(20)) else { return 16 }
-            }
-            guard names.current.allSatisfy({ $0 == "suite-observers" }) else { return 17 }
-            return 0
-        }
+        let worker = try forkedScenario("no-timer", suite: "notimer")
+        defer { worker.kill() }
+        let status = childStatus(worker)
+        worker.expectSuccess()
         #expect(status == 0, "the child: \(status.map(String.init) ?? "killed or hung")")
     }
 }

@@ -20,8 +20,8 @@ let syntax = CommandLineSyntax(
         hold-lock, get, key-bytes, spawn-lingering, try-set, set-if-absent, units-current, units-set, fork-in-transaction,
         fork-observe, hold-lock-spawn, fork-then-hold, fork-read-while-held, many-open,
         hostile-check, units-trials, fork-pids, fork-release-observation, without-inotify, clobber-inotify,
-        observe-then-another, clobber-watcher-instance, observe-slow-and-other, hostile20, paced-writer
-        or mangle-loop
+        observe-then-another, clobber-watcher-instance, observe-slow-and-other, hostile20, paced-writer,
+        forked or mangle-loop
         """)],
     options: RoleOptions.all + [
         .value("--key2", "KEY", help: "hostile-check: the key written"),
@@ -38,9 +38,9 @@ let syntax = CommandLineSyntax(
         .value("--other", "NAME", help: "observe-then-another, observe-slow-and-other, hostile20: the second suite observed"),
         .value("--pause-ms", "MS", help: "observe-slow-and-other: how long each callback of SUITE sleeps"),
         .value("--ends-with-us", "no", help: "spawn-lingering: \"no\" starts the program without endsWithThisProcess"),
-        .value("--scenario", "NAME", help: "hostile20: inside, inside-watcher, listen, listen-inside, second-store, cancel-restart, churn, lost, fork or race"),
+        .value("--scenario", "NAME", help: "hostile20: inside, inside-watcher, listen, listen-inside, second-store, cancel-restart, churn, lost, fork or race; forked (ForkedScenarios.swift): fionread, fork-while-paused, timer-number, no-standby-thread, no-thread-at-all or no-timer"),
         .value("--other-dir", "DIR", help: "hostile20: a second directory"),
-        .value("--then", "ACTION", help: "without-inotify: set (KEY = VALUE, three times more) or hold (the lock); clobber-inotify: none, close, devnull, inotify or pipe"),
+        .value("--then", "ACTION", help: "without-inotify: set (KEY = VALUE, three times more) or hold (the lock); clobber-inotify: none, close, devnull, inotify or pipe; forked fionread: devnull or emptyFile"),
     ]
 )
 
@@ -128,6 +128,16 @@ if command == "mangle-loop" {
     }
 }
 
+if command == "forked" {
+    // Opens no suite first: at the fork, this process has only what the scenario made.
+    do {
+        try runForkedScenario(option("scenario"), suite: option("suite"), in: URL(fileURLWithPath: option("dir")), then: value("then"))
+    } catch {
+        Output.line(errorReport(error))
+    }
+    exit(0)
+}
+
 let suite: Suite
 do {
     var suiteOptions = Suite.Options()
@@ -151,26 +161,6 @@ func holdLockUntilKilled() {
         Output.line("holding")
         forever()
     }
-}
-
-
-
-/// Whether every thread of this process but the calling one is asleep (state S in
-/// /proc/self/task/TID/stat): none is inside the Swift runtime, holding its locks.
-func otherThreadsAreAsleep() -> Bool {
-    // /proc/thread-self links to "PID/task/TID" of the calling thread.
-    guard let me = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/thread-self").split(separator: "/").last,
-          let tasks = try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")
-    else { return false }
-    for task in tasks where task != me {
-        guard let stat = try? String(contentsOfFile: "/proc/self/task/\(task)/stat", encoding: .utf8),
-              let end = stat.lastIndex(of: ")")
-        else { continue }
-        // "TID (NAME) STATE ...": the state follows the name's closing parenthesis.
-        let state = stat[stat.index(after: end)...].dropFirst().first
-        if state != "S" { return false }
-    }
-    return true
 }
 
 switch command {
@@ -374,12 +364,7 @@ case "fork-release-observation":
         owned = owner
     }
     // And no other thread at work at the fork: each asleep, three looks in a row.
-    let quiet = ContinuousClock.now + .seconds(10)
-    var quietLooks = 0
-    while quietLooks < 3 && ContinuousClock.now < quiet {
-        quietLooks = otherThreadsAreAsleep() ? quietLooks + 1 : 0
-        usleep(1_000)
-    }
+    waitUntilOtherThreadsAreAsleep()
     let child = fork()
     if child == 0 {
         held.token = nil
