@@ -21,7 +21,7 @@ let syntax = CommandLineSyntax(
         fork-observe, hold-lock-spawn, fork-then-hold, fork-read-while-held, many-open,
         hostile-check, units-trials, fork-pids, fork-release-observation, without-inotify, clobber-inotify,
         observe-then-another, clobber-watcher-instance, observe-slow-and-other, hostile20, paced-writer,
-        forked or mangle-loop
+        forked, hostile21 or mangle-loop
         """)],
     options: RoleOptions.all + [
         .value("--key2", "KEY", help: "hostile-check: the key written"),
@@ -40,6 +40,8 @@ let syntax = CommandLineSyntax(
         .value("--ends-with-us", "no", help: "spawn-lingering: \"no\" starts the program without endsWithThisProcess"),
         .value("--scenario", "NAME", help: "hostile20: inside, inside-watcher, listen, listen-inside, second-store, cancel-restart, churn, lost, fork or race; forked (ForkedScenarios.swift): fionread, fork-while-paused, timer-number, no-standby-thread, no-thread-at-all or no-timer"),
         .value("--other-dir", "DIR", help: "hostile20: a second directory"),
+        .value("--suites", "A,B,...", help: "hostile21 threads: the suites written; order-reader: the writers read"),
+        .value("--pause-us", "US", help: "hostile21 write: microseconds between commits"),
         .value("--then", "ACTION", help: "without-inotify: set (KEY = VALUE, three times more) or hold (the lock); clobber-inotify: none, close, devnull, inotify or pipe; forked fionread: devnull or emptyFile"),
     ]
 )
@@ -882,6 +884,109 @@ case "fork-pids":
     forkAndWait { writeOwnPID("late-child") }
     writeOwnPID("parent")
     Output.line("done")
+
+case "hostile21":
+    // Round twenty-one's writers and reader. Every commit of writer W numbered i sets,
+    // in one transaction, W.i = i and W.last = i, and says "ack W i START" once it
+    // returned (START: CLOCK_MONOTONIC in ns when the commit began), or "err W i CODE"
+    // when it threw (the write then counts as not made).
+    @Sendable func commit(_ store: Suite, _ who: String, _ index: Int) {
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        let start = Int(now.tv_sec) * 1_000_000_000 + Int(now.tv_nsec)
+        do {
+            try store.update { tx in
+                try tx.setValue(.integer(index), forKey: "\(who).\(index)")
+                try tx.setValue(.integer(index), forKey: "\(who).last")
+            }
+            Output.line("ack \(who) \(index) \(start)")
+        } catch {
+            let code = (error as? SuiteError)?.code.rawValue ?? "untyped \(error)"
+            Output.line("err \(who) \(index) \(code)")
+        }
+    }
+    let count = value("count").flatMap(Int.init) ?? 100
+    let pauseMicroseconds = value("pause-us").flatMap(UInt32.init) ?? 0
+    switch option("scenario") {
+    case "write":
+        // Writer PREFIX commits COUNT times (with COUNT 0: until a line on standard
+        // input), PAUSE-US apart; "done" at the end.
+        let who = option("prefix")
+        Output.line("writing")
+        var index = 0
+        while count > 0 ? index < count : inputLines.wait(timeout: .now()) == .timedOut {
+            commit(suite, who, index)
+            index += 1
+            if pauseMicroseconds > 0 { usleep(pauseMicroseconds) }
+        }
+        Output.line("done")
+    case "dump":
+        // Every stored integer: "kv KEY VALUE", then "end N".
+        let values = suite.storedValues()
+        for (key, value) in values.sorted(by: { $0.key < $1.key }) {
+            if case .integer(let number) = value { Output.line("kv \(key) \(number)") } else { Output.line("kv \(key) other") }
+        }
+        Output.line("end \(values.count)")
+    case "fork":
+        // Two commits (the second on the short path), then a fork: the child (writer
+        // PREFIX-child) and the parent (PREFIX-parent) each commit COUNT times at once.
+        let who = option("prefix")
+        commit(suite, who + "-warm", 0)
+        commit(suite, who + "-warm", 1)
+        let pid = fork()
+        if pid == 0 {
+            for index in 0..<count { commit(suite, who + "-child", index) }
+            _exit(0)
+        }
+        for index in 0..<count { commit(suite, who + "-parent", index) }
+        var status: Int32 = 0
+        _ = waitpid(pid, &status, 0)
+        Output.line("child exited \(status)")
+        Output.line("done")
+    case "threads":
+        // THREADS threads; thread t commits COUNT times to suite t % n of SUITES as
+        // writer "tT", each through its own Suite instance; "done" at the end.
+        let names = option("suites").split(separator: ",").map(String.init)
+        let threads = number("threads")
+        var threadOptions = Suite.Options()
+        threadOptions.lockTimeout = .milliseconds(value("lock-timeout-ms").flatMap(Int.init) ?? 2000)
+        let lockOptions = threadOptions, directory = URL(fileURLWithPath: option("dir"))
+        let finished = DispatchGroup()
+        for thread in 0..<threads {
+            finished.enter()
+            let name = names[thread % names.count]
+            Thread {
+                defer { finished.leave() }
+                guard let store = try? Suite(named: name, directory: directory, options: lockOptions) else {
+                    Output.line("err t\(thread) open")
+                    return
+                }
+                for index in 0..<count { commit(store, "t\(thread)", index) }
+            }.start()
+        }
+        finished.wait()
+        Output.line("done")
+    case "order-reader":
+        // Reads W.last for each writer W of SUITES until the key "stop" is stored:
+        // a value going back is a regression, and W.i must be there once W.last is i.
+        let writers = option("suites").split(separator: ",").map(String.init)
+        var last = [String: Int](), reads = 0, regressions = 0, missing = 0
+        Output.line("reading")
+        while suite.storedValue(forKey: "stop") == nil {
+            for who in writers {
+                guard case .integer(let seen)? = suite.storedValue(forKey: "\(who).last") else { continue }
+                let index = seen
+                if index < last[who, default: -1] { regressions += 1 }
+                if suite.storedValue(forKey: "\(who).\(index)") == nil { missing += 1 }
+                last[who] = index
+                reads += 1
+            }
+        }
+        let ends = writers.map { "\($0)=\(last[$0, default: -1])" }.joined(separator: " ")
+        Output.line("reads \(reads) regressions \(regressions) missing \(missing) last \(ends)")
+    default:
+        fail("unknown scenario")
+    }
 
 default:
     fail("unknown command \(command)")
