@@ -2,6 +2,7 @@
 #include "CSuiteDefaults.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -91,4 +92,8 @@ int sd_read_descriptor_status(int descriptor, sd_file_status *status) {
         __atomic_store_n(&sd_null_path_refused, 1, __ATOMIC_RELAXED);
     }
     return sd_read_file_status(descriptor, "", AT_EMPTY_PATH, status);
+}
+
+int sd_exchange_names(int directory, const char *first, const char *second) {
+    return (int)syscall(SYS_renameat2, directory, first, directory, second, RENAME_EXCHANGE);
 }

@@ -23,6 +23,9 @@ public enum SuiteFaultInjection {
         /// A removal of the suite's files (`Suite.removeFiles`) took the data file's
         /// name away, holding the lock.
         case suiteFileRemoved
+        /// A compaction's new file written under its temporary name (and the old one
+        /// linked as history), not yet in place.
+        case compactionWritten
     }
 
     private static let armed = Atomic<Int>(0)

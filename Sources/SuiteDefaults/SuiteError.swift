@@ -20,7 +20,9 @@ public struct SuiteError: Error, Sendable, Equatable, CustomStringConvertible {
         case typeMismatch
         /// The value could not be encoded (an `Encodable` threw).
         case encodingFailed
-        /// The suite file is not a suite file (another format), so it is left untouched.
+        /// The suite file is not a suite file (another format), or not this suite's (it
+        /// was written for another suite, whose file was given this suite's name), or a
+        /// suite file stands where something else should be; it is left untouched.
         case foreignFile
         /// The suite file was written by a newer, incompatible version of this library.
         case unsupportedVersion

@@ -29,6 +29,7 @@ let syntax = CommandLineSyntax(
         .value("--at-least", "V", help: "invariant-reader: a version below V is a regression"),
         .value("--point", "POINT", help: "pause: the fault-injection point"),
         .value("--compact", "ANY", help: "pause: compact after the write"),
+        .value("--resume", "ANY", help: "pause: stop (SIGSTOP) and go on at SIGCONT instead of waiting to be killed"),
         .value("--system", "SYSTEM", help: "units-set: metric or imperial"),
         .value("--lock-timeout-ms", "MS", help: "the suite's lock timeout"),
         .value("--report-waiting", "ANY", help: "say \"waiting for the lock\" when a write waits for it"),
@@ -204,9 +205,11 @@ case "pause":
     guard let point = SuiteFaultInjection.Point.allCases.first(where: { "\($0)" == option("point") }) else {
         fail("unknown point")
     }
+    let resumes = value("resume") != nil
     SuiteFaultInjection.arm(point) { reached in
         Output.line("paused \(reached)")
-        forever()
+        // With --resume, it stops itself, and goes on at SIGCONT.
+        if resumes { raise(SIGSTOP) } else { forever() }
     }
     do {
         if value("compact") != nil {

@@ -189,6 +189,12 @@ int sd_read_file_status(int directory, const char *path, int flags, sd_file_stat
 /// `sd_read_file_status` of an open descriptor (fstat).
 int sd_read_descriptor_status(int descriptor, sd_file_status *status);
 
+/// Exchanges the names `first` and `second` in `directory` atomically
+/// (renameat2 with RENAME_EXCHANGE, which glibc's headers declare only for _GNU_SOURCE).
+/// 0, or -1 with errno set (EINVAL or ENOSYS where the file system or kernel has no
+/// exchange).
+int sd_exchange_names(int directory, const char *first, const char *second);
+
 // MARK: Futexes in memory shared between processes
 
 /// Waits while `*word == expected`, at most `timeout_ns`. Returns 0 when woken, else

@@ -1,12 +1,16 @@
 /// The 32 bytes at the start of a data file.
 ///
 ///     8 bytes magic 89 53 44 46 0D 0A 1A 0A ("\x89SDF\r\n\x1a\n") | u16 version |
-///     u16 header size (32) | u32 flags (0) | u64 file ID | u32 reserved (0) |
+///     u16 header size (32) | u32 flags (0) | u64 file ID | u32 suite tag |
 ///     u32 CRC-32C of bytes 0 ..< 28
 ///
 /// The magic, like PNG's, catches both foreign files and text-mode mangling.
 /// The file ID is random and names this particular file: a compaction writes a new
-/// file with a new ID, which is how other processes notice the replacement.
+/// file with a new ID, which is how other processes notice the replacement. The suite
+/// tag says which suite the file was written for (0, as in files of earlier versions,
+/// which left the field reserved: any suite), so that another suite's file given this
+/// suite's name (the two exchanged, or one linked over the other) is refused rather
+/// than written by two suites' writers under two locks.
 enum DataFileHeader {
     static let size = 32
     /// The newest version this library reads and writes. Version 2 adds what version
@@ -19,16 +23,31 @@ enum DataFileHeader {
     static let versionOffset = 8
     static let magic: [UInt8] = [0x89, 0x53, 0x44, 0x46, 0x0D, 0x0A, 0x1A, 0x0A]
 
-    static func encode(fileID: UInt64, version: UInt16 = 1) -> [UInt8] {
+    /// Where the suite tag is in the header.
+    static let suiteTagOffset = 24
+
+    static func encode(fileID: UInt64, version: UInt16 = 1, suiteTag: UInt32 = 0) -> [UInt8] {
         ByteWriter.bytes(count: size) { writer in
             writer.append(contentsOf: magic)
             writer.append(littleEndian: version)
             writer.append(littleEndian: UInt16(size))
             writer.append(littleEndian: UInt32(0))
             writer.append(littleEndian: fileID)
-            writer.append(littleEndian: UInt32(0))
+            writer.append(littleEndian: suiteTag)
             writer.append(littleEndian: CRC32C.checksum(writer.written))
         }
+    }
+
+    /// The suite tag of the data file named `fileName`: the CRC-32C of the name's bytes,
+    /// never 0 (which stands for any suite).
+    static func suiteTag(ofDataFileNamed fileName: String) -> UInt32 {
+        let tag = Array(fileName.utf8).withUnsafeBytes { CRC32C.checksum($0) }
+        return tag == 0 ? 1 : tag
+    }
+
+    /// The suite tag of a header that `decode` finds valid.
+    static func suiteTag(in buffer: UnsafeRawBufferPointer) -> UInt32 {
+        UInt32(littleEndian: buffer.loadUnaligned(fromByteOffset: suiteTagOffset, as: UInt32.self))
     }
 
     enum Decoded: Equatable {

@@ -227,13 +227,15 @@ extension StoreState {
         let generation = view.generation
         header.committerPID = ProcessIdentity.id
         header.publish(generation: generation &+ 1)
+        SuiteFaultInjection.reach(.compactionWritten)
         do {
-            try files.directory.rename(new.temporaryName, to: files.dataName)
+            try replaceDataFile(with: new.temporaryName, keptAs: kept ? files.historyName(endingAt: contents.lastSequence) : nil)
         } catch {
             new.descriptor.close()
             try? files.directory.removeFile(new.temporaryName)
             if kept { try? files.directory.removeFile(files.historyName(endingAt: contents.lastSequence)) }
             header.publish(generation: generation &+ 2)
+            if let error = error as? SuiteError { throw error }
             throw files.error(error, doing: "replace the suite file with its compacted form")
         }
         SuiteFaultInjection.reach(.compactionRenamed)
@@ -246,6 +248,34 @@ extension StoreState {
         view = View(generation: generation &+ 2, dataFileID: new.fileID, length: new.length,
                     lastSequence: view.lastSequence, isLoaded: true)
         trimHistory(limit: historyLimit)
+    }
+
+    /// Puts the file `temporaryName` in place of the data file this state writes, and
+    /// only of that one: a compaction that renamed over the name would replace whatever
+    /// the name leads to by then, such as another suite's file given this suite's name
+    /// (the two exchanged), which that suite's writer may still append to. The names
+    /// are exchanged, and the file that comes out is checked: when it is not this
+    /// state's, the exchange is undone and the compaction refused. Where the file
+    /// system cannot exchange names, a rename. `history` is the name that keeps the old
+    /// file, checked the same way.
+    private func replaceDataFile(with temporaryName: String, keptAs history: String?) throws {
+        guard let ours = try dataFile?.status(path: files.dataPath) else { return }
+        let isOurs = { (name: String) throws -> Bool in
+            guard let status = try self.files.directory.status(of: name) else { return false }
+            return status.device == ours.device && status.inode == ours.inode
+        }
+        do {
+            try files.directory.exchange(temporaryName, with: files.dataName)
+        } catch let failure as SystemCallError where failure.failed(with: .invalidArgument, .notImplemented) {
+            try files.directory.rename(temporaryName, to: files.dataName)
+            return
+        }
+        guard try isOurs(temporaryName), try history.map(isOurs) ?? true else {
+            try files.directory.exchange(temporaryName, with: files.dataName)
+            throw SuiteError(.foreignFile, suite: suite, path: files.dataPath,
+                             message: "Another file took the suite file's name while it was being compacted (the suite's file exchanged with another suite's, or renamed away); the compaction was undone and that file left in place. Writes to it are refused until the suite's own file is back under its name.")
+        }
+        try? files.directory.removeFile(temporaryName)
     }
 
     /// `fdatasync` of the data file and `fsync` of the directory.

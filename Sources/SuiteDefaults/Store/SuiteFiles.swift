@@ -19,6 +19,9 @@ struct SuiteFiles {
     let lockName: String
     let dataPath: String
     let lockPath: String
+    /// What the data files written for this suite carry in their header, and what a
+    /// data file found under its name must carry (or 0, as files of earlier versions).
+    let suiteTag: UInt32
 
     /// Use `dataFileName(of:)` and `suiteName(ofDataFile:)` rather than this.
     private static let dataSuffix = ".suite"
@@ -32,6 +35,7 @@ struct SuiteFiles {
         lockName = Self.lockFileName(of: suite)
         dataPath = directory.pathOf(dataName)
         lockPath = directory.pathOf(lockName)
+        suiteTag = DataFileHeader.suiteTag(ofDataFileNamed: dataName)
     }
 
     // MARK: Names
@@ -289,11 +293,35 @@ struct SuiteFiles {
             throw self.error(error, doing: "open the suite file")
         }
         do {
-            return (descriptor, try checkFile(descriptor, name: dataName))
+            let status = try checkFile(descriptor, name: dataName)
+            try checkSuiteTag(descriptor, size: status.size)
+            return (descriptor, status)
         } catch {
             descriptor.close()
             throw error
         }
+    }
+
+    /// Refuses a data file written for another suite: one given this suite's name (the
+    /// two suites' files exchanged, or one renamed or linked over the other) would be
+    /// written by both suites' writers, each under its own lock, and their records
+    /// would overwrite each other's. A header that does not verify is left to the
+    /// reading, which repairs damage.
+    private func checkSuiteTag(_ descriptor: FileDescriptor, size: Int) throws {
+        guard size >= DataFileHeader.size else { return }
+        let header: [UInt8]
+        do {
+            header = try descriptor.read(count: DataFileHeader.size, at: 0, path: dataPath)
+        } catch {
+            throw self.error(error, doing: "read the suite file's header")
+        }
+        let tag: UInt32? = header.withUnsafeBytes { buffer in
+            guard case .valid = DataFileHeader.decode(buffer) else { return nil }
+            return DataFileHeader.suiteTag(in: buffer)
+        }
+        guard let tag, tag != 0, tag != suiteTag else { return }
+        throw SuiteError(.foreignFile, suite: suite, path: dataPath,
+                         message: "The suite file was written for another suite (another suite's file was given this name: the two exchanged, or one renamed or linked over the other); it was left untouched. Move it back under its own suite's name, or move it away.")
     }
 
     /// Writes a complete new data file under a temporary name: the header, and the
@@ -311,7 +339,7 @@ struct SuiteFiles {
         }
         let fileID = UInt64.random(in: 1 ... .max)
         let version: UInt16 = version2 || snapshot?.needsVersion2 == true ? 2 : 1
-        var bytes = DataFileHeader.encode(fileID: fileID, version: version)
+        var bytes = DataFileHeader.encode(fileID: fileID, version: version, suiteTag: suiteTag)
         if let snapshot { bytes += RecordFormat.encode(snapshot) }
         do {
             if sharing == .group { try descriptor.setPermissions(filePermissions) }

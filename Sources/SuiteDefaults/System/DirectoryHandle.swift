@@ -1,3 +1,4 @@
+import CSuiteDefaults
 import Glibc
 
 /// A directory, by device and inode: what one inotify watch covers.
@@ -69,6 +70,15 @@ package final class DirectoryHandle: Sendable {
     func rename(_ from: String, to: String) throws {
         _ = try retryingInterrupts("renameat", path: pathOf(to)) {
             renameat(descriptor.rawValue, from, descriptor.rawValue, to)
+        }
+    }
+
+    /// Exchanges the names `first` and `second` atomically (renameat2(2),
+    /// RENAME_EXCHANGE). Throws `.invalidArgument` or `.notImplemented` where the file
+    /// system or kernel cannot.
+    func exchange(_ first: String, with second: String) throws {
+        _ = try retryingInterrupts("renameat2", path: pathOf(second)) {
+            sd_exchange_names(descriptor.rawValue, first, second)
         }
     }
 

@@ -23,6 +23,8 @@ package struct Errno: RawRepresentable, Hashable, Sendable, CustomStringConverti
     /// `EOPNOTSUPP` (the same number as `ENOTSUP` on Linux).
     static let notSupported = Errno(rawValue: EOPNOTSUPP)
     static let diskQuotaExceeded = Errno(rawValue: EDQUOT)
+    static let invalidArgument = Errno(rawValue: EINVAL)
+    static let notImplemented = Errno(rawValue: ENOSYS)
 
     /// The operating system's text for it (`strerror`).
     package var systemReason: String { String(cString: strerror(rawValue)) }
