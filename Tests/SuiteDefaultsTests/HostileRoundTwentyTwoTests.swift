@@ -195,8 +195,15 @@ struct HostileRoundTwentyTwoTests {
         defer { kill(worker, SIGKILL) }
         let alpha = directory.file("alpha.suite").path, beta = directory.file("beta.suite").path
         #expect(R21.exchange(alpha, beta))
-        kill(worker, SIGCONT)
-        let ended = strace.wait(timeout: .seconds(60))
+        // Under strace the worker's SIGSTOP may not be delivered yet when it shows as
+        // stopped (a signal-delivery stop), and a SIGCONT then comes first: sent again
+        // until it goes on, for 60 s at most.
+        var ended: ChildProcess.Termination?
+        let deadline = ContinuousClock.now + .seconds(60)
+        repeat {
+            kill(worker, SIGCONT)
+            ended = strace.wait(timeout: .milliseconds(100))
+        } while ended == nil && ContinuousClock.now < deadline
         #expect(ended != nil, "the compaction did not end: \(strace.lines)")
         if injection.hasPrefix("error") || injection == "none" {
             #expect(strace.lines.contains { $0.hasPrefix("error ") }, "the compaction: \(strace.lines)")
