@@ -373,4 +373,60 @@ struct HostileRoundTwentyTwoTests {
             #expect(lstat(path, &status) == 0, "what was put under \(history) was removed: \(directory.names())")
         }
     }
+
+    // MARK: 8. Colliding tags under writers
+
+    /// Round twenty-one's `dataFilesExchangedBetweenTwoSuites` (one writer process per
+    /// suite, compacting often: a compaction slack of 2 KiB; the two data files
+    /// exchanged 300 times, 0 to 2 ms apart; the writers then go on for 30 commits
+    /// each), with the two colliding names of test 2 in one directory. What must hold:
+    /// every acknowledged commit is in one of the two suites, read by a new process;
+    /// every failure is a typed error.
+    ///
+    /// HOLE (the one of test 2, under load; intermittent in count): with equal tags
+    /// neither writer refuses the other's file, so both append to one file under two
+    /// locks, as before the tag existed; acknowledged commits are lost (in neither
+    /// suite). The compaction's own check (device and inode) still holds.
+    ///
+    /// The case `colliding: false` is the control, the same with two names whose tags
+    /// differ ("app.ap9fyai", "app.ap9fyaj"): nothing is lost there.
+    @Test(arguments: [true, false])
+    func dataFilesOfTwoSuitesWithCollidingTagsExchangedUnderWriters(colliding: Bool) throws {
+        let (alphaName, betaName) = colliding ? Self.colliding : ("app.ap9fyai", "app.ap9fyaj")
+        let directory = TemporaryDirectory()
+        var writers: [ChildProcess] = []
+        defer { for writer in writers { _ = writer.kill() } }
+        for suite in [alphaName, betaName] {
+            let writer = try startWorker("hostile21", in: directory, suite: suite,
+                                         ["scenario": "write", "prefix": suite, "count": "0", "pause-us": "200", "compaction-slack": "2048"])
+            writers.append(writer)
+            writer.expectLine(startingWith: "writing")
+        }
+        for writer in writers { writer.expectLine(startingWith: "ack ") }
+        let alphaPath = directory.file(alphaName + ".suite").path, betaPath = directory.file(betaName + ".suite").path
+        var pace = R21.Pace(state: 22), exchanges = 0
+        let deadline = ContinuousClock.now + .seconds(30)
+        while exchanges < 300 && ContinuousClock.now < deadline {
+            if R21.exchange(alphaPath, betaPath) { exchanges += 1 }
+            usleep(UInt32(pace.next(2000)))
+        }
+        #expect(exchanges == 300, "only \(exchanges) exchanges")
+        R21.letWritersRunPast(R21.now(), more: 30, writers)
+        let alpha = try R21.dump(alphaName, at: directory.url), beta = try R21.dump(betaName, at: directory.url)
+        #expect(alpha.values != nil && beta.values != nil, "\(alpha.report) \(beta.report)")
+        let union = (alpha.values ?? [:]).merging(beta.values ?? [:]) { a, _ in a }
+        for writer in writers { #expect(R21.untypedErrors(writer).count == 0, "\(R21.untypedErrors(writer).prefix(3))") }
+        let check = {
+            for writer in writers {
+                let acks = R21.acks(writer)
+                let lost = R21.missing(acks, in: union)
+                #expect(lost.count == 0, "\(lost.count) of \(acks.count) acknowledged commits in neither suite, first \(lost.prefix(3)); \(exchanges) exchanges")
+            }
+        }
+        if colliding {
+            withKnownIssue("two suites whose tags collide append to one file under two locks", isIntermittent: true) { check() }
+        } else {
+            check()
+        }
+    }
 }
