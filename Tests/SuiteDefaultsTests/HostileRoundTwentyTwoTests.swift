@@ -429,4 +429,35 @@ struct HostileRoundTwentyTwoTests {
             check()
         }
     }
+
+    // MARK: 9. Another suite's file, its header damaged, under a suite's name
+
+    /// Suite b's data file, one bit of its header's file ID flipped (so the header's
+    /// checksum fails and the tag check is skipped, SuiteFiles.swift:316), copied
+    /// over a's. What must hold: nothing stored is lost: b's own file is untouched, and
+    /// the file found under a's name is kept aside byte for byte (`a.suite.damaged-*`)
+    /// with a diagnostic.
+    ///
+    /// Held. Observed, and a weakness rather than a loss: a is not refused; the
+    /// repair takes b's records for a's (a then reads b's values, under a file with
+    /// a's tag), although the damaged header's tag field still names b. A stricter
+    /// rule would refuse (`.foreignFile`) a file whose header fails to verify while
+    /// its tag field is neither 0 nor this suite's and its records verify.
+    @Test func anotherSuitesFileWithADamagedHeaderIsKeptAside() throws {
+        let directory = TemporaryDirectory()
+        #expect(try Self.tool(directory, "write", "a", "x", "-int", "1").status == .exited(0))
+        #expect(try Self.tool(directory, "write", "b", "y", "-int", "2").status == .exited(0))
+        var bytes = try #require(directory.bytes(of: "b.suite"))
+        let original = bytes
+        bytes[16] ^= 1
+        try directory.write(bytes, to: "a.suite")
+        let read = try Self.tool(directory, "read", "a")
+        #expect(read.status != nil, "read a hung")
+        #expect(read.errors.contains("repairedDamage"), "no diagnostic: \(read.errors)")
+        let aside = directory.names().filter { $0.hasPrefix("a.suite.damaged-") }
+        #expect(aside.count == 1 && aside.first.flatMap { directory.bytes(of: $0) } == bytes, "kept aside: \(directory.names())")
+        #expect(directory.bytes(of: "b.suite") == original)
+        let b = try R21.dump("b", at: directory.url)
+        #expect(b.values == ["y": 2], "b: \(b)")
+    }
 }
