@@ -231,9 +231,15 @@ extension StoreState {
         do {
             try replaceDataFile(with: new.temporaryName, keptAs: kept ? files.historyName(endingAt: contents.lastSequence) : nil)
         } catch {
+            // Each name removed only while it leads to the file this compaction gave it:
+            // a refused one may have found another suite's file under either.
+            if let made = try? new.descriptor.status(path: files.directory.pathOf(new.temporaryName)) {
+                files.removeName(new.temporaryName, leadingTo: made)
+            }
             new.descriptor.close()
-            try? files.directory.removeFile(new.temporaryName)
-            if kept { try? files.directory.removeFile(files.historyName(endingAt: contents.lastSequence)) }
+            if kept, let old = try? dataFile?.status(path: files.dataPath) {
+                files.removeName(files.historyName(endingAt: contents.lastSequence), leadingTo: old)
+            }
             header.publish(generation: generation &+ 2)
             if let error = error as? SuiteError { throw error }
             throw files.error(error, doing: "replace the suite file with its compacted form")
@@ -259,23 +265,37 @@ extension StoreState {
     /// system cannot exchange names, a rename. `history` is the name that keeps the old
     /// file, checked the same way.
     private func replaceDataFile(with temporaryName: String, keptAs history: String?) throws {
-        guard let ours = try dataFile?.status(path: files.dataPath) else { return }
+        guard let ours = try dataFile?.status(path: files.dataPath) else {
+            return try files.directory.rename(temporaryName, to: files.dataName)
+        }
         let isOurs = { (name: String) throws -> Bool in
             guard let status = try self.files.directory.status(of: name) else { return false }
             return status.device == ours.device && status.inode == ours.inode
         }
+        defer { files.removeName(temporaryName, leadingTo: ours) }
         do {
             try files.directory.exchange(temporaryName, with: files.dataName)
-        } catch let failure as SystemCallError where failure.failed(with: .invalidArgument, .notImplemented) {
+        } catch let failure as SystemCallError where failure.failed(with: .invalidArgument, .notImplemented, .noSuchFileOrDirectory) {
+            // No exchange here, or nothing under the name to exchange with (nobody's
+            // file is replaced then).
             try files.directory.rename(temporaryName, to: files.dataName)
             return
         }
-        guard try isOurs(temporaryName), try history.map(isOurs) ?? true else {
-            try files.directory.exchange(temporaryName, with: files.dataName)
+        guard (try? isOurs(temporaryName)) == true, (try? history.map(isOurs) ?? true) == true else {
+            do {
+                try files.directory.exchange(temporaryName, with: files.dataName)
+            } catch {
+                // The name could not be given back: what the temporary name holds is
+                // not this suite's to remove (the caller removes that name), so it is
+                // given a name of its own first.
+                let now = Int(WallClock.nanosecondsSince1970() / 1_000_000_000)
+                for name in files.damagedNames(at: now).prefix(1000) where (try? files.directory.status(of: name)) == .some(nil) {
+                    if (try? files.directory.rename(temporaryName, to: name)) != nil { break }
+                }
+            }
             throw SuiteError(.foreignFile, suite: suite, path: files.dataPath,
                              message: "Another file took the suite file's name while it was being compacted (the suite's file exchanged with another suite's, or renamed away); the compaction was undone and that file left in place. Writes to it are refused until the suite's own file is back under its name.")
         }
-        try? files.directory.removeFile(temporaryName)
     }
 
     /// `fdatasync` of the data file and `fsync` of the directory.

@@ -421,9 +421,34 @@ struct SuiteFiles {
     /// Only called under the exclusive lock, when no compaction can be in progress.
     func removeStaleTemporaryFiles() {
         guard let names = try? directory.names() else { return }
-        for name in names where isTemporaryFile(name) {
+        for name in names where isTemporaryFile(name) && !holdsAnotherSuitesFile(name) {
             try? directory.removeFile(name)
         }
+    }
+
+    /// Whether the file `name` carries another suite's tag: a compaction whose undoing
+    /// failed, or was cut short, can leave another suite's file under a temporary name,
+    /// which is not this suite's to remove.
+    private func holdsAnotherSuitesFile(_ name: String) -> Bool {
+        guard let descriptor = try? open(name, .readOnly) else { return false }
+        defer { descriptor.close() }
+        guard let header = try? descriptor.read(count: DataFileHeader.size, at: 0), header.count == DataFileHeader.size else {
+            return false
+        }
+        return header.withUnsafeBytes { buffer in
+            guard case .valid = DataFileHeader.decode(buffer) else { return false }
+            let tag = DataFileHeader.suiteTag(in: buffer)
+            return tag != 0 && tag != suiteTag
+        }
+    }
+
+    /// Removes the name `name` only while it leads to `file` (by device and inode): a
+    /// name given to another file meanwhile is not this suite's to remove.
+    func removeName(_ name: String, leadingTo file: FileStatus) {
+        guard let status = try? directory.status(of: name), status.device == file.device, status.inode == file.inode else {
+            return
+        }
+        try? directory.removeFile(name)
     }
 
     /// Whether `name` is one of this suite's temporary files, `NAME.suite.tmp.PID.HEX`
