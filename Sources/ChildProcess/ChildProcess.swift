@@ -64,10 +64,9 @@ public final class ChildProcess: Sendable {
     ///
     /// With `endsWithThisProcess`, the child also ends when this process ends, however
     /// it ends (a crash, SIGKILL), for programs that do not read their standard input
-    /// and would otherwise live on (a server such as etcd). It then runs in a process
-    /// group of its own, beside a watcher (`/bin/sh`) in that group which holds a pipe
-    /// whose only writer is this process: when the pipe's writer is gone, the watcher
-    /// kills the group. The watcher is reaped with the child.
+    /// and would otherwise live on (a server such as etcd): a watcher (`/bin/sh`) holds
+    /// a pipe whose only writer is this process, and kills the child when the pipe's
+    /// writer is gone. The watcher is reaped with the child.
     public init(executable: String, arguments: [String], environment: [String: String]? = nil,
                 endsWithThisProcess: Bool = false) throws {
         self.executable = executable
@@ -78,7 +77,7 @@ public final class ChildProcess: Sendable {
         defer { Self.spawnLock.unlock() }
         let input = try Self.pipeEnds(), output = try Self.pipeEnds(), error = try Self.pipeEnds()
         let spawned = Self.spawn(executable, arguments, environment: environment,
-                                 descriptors: (input.read, output.write, error.write), processGroup: endsWithThisProcess ? 0 : nil)
+                                 descriptors: (input.read, output.write, error.write))
         close(input.read)
         close(output.write)
         close(error.write)
@@ -96,7 +95,7 @@ public final class ChildProcess: Sendable {
         var watcher: (pid: pid_t, lifeline: CInt)?
         if endsWithThisProcess {
             do {
-                watcher = try Self.startWatcher(ofGroup: child)
+                watcher = try Self.startWatcher(of: child)
             } catch let failure {
                 // Not left running without its watcher: killed and reaped here.
                 _ = Glibc.kill(child, SIGKILL)
@@ -113,11 +112,11 @@ public final class ChildProcess: Sendable {
         Self.startReaping(child, watcher: watcher, shared)
     }
 
-    /// The watcher of `endsWithThisProcess`: `/bin/sh` in the child's process group,
-    /// reading a pipe that only this process writes (its end closes on exec), which
-    /// kills its group once the read ends. The group outlives the child while the
-    /// watcher is in it, so the kill never reaches a group that reused the number.
-    private static func startWatcher(ofGroup group: pid_t) throws -> (pid: pid_t, lifeline: CInt) {
+    /// The watcher of `endsWithThisProcess`: `/bin/sh`, reading a pipe that only this
+    /// process writes (its end closes on exec), which kills the child once the read
+    /// ends. The child is not reaped until the watcher is (`startReaping`), so the
+    /// number the watcher kills is the child's, alive or a zombie, never another's.
+    private static func startWatcher(of child: pid_t) throws -> (pid: pid_t, lifeline: CInt) {
         let lifeline = try pipeEnds()
         let nothing = open("/dev/null", O_RDWR | O_CLOEXEC)
         guard nothing >= 0 else {
@@ -125,8 +124,8 @@ public final class ChildProcess: Sendable {
             close(lifeline.write)
             throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO)
         }
-        let spawned = spawn("/bin/sh", ["-c", "read -r _; kill -KILL 0", "child-process-watcher"], environment: [:],
-                            descriptors: (lifeline.read, nothing, nothing), processGroup: group)
+        let spawned = spawn("/bin/sh", ["-c", "read -r _; kill -KILL \(child)", "child-process-watcher"], environment: [:],
+                            descriptors: (lifeline.read, nothing, nothing))
         close(lifeline.read)
         close(nothing)
         switch spawned {
@@ -146,10 +145,9 @@ public final class ChildProcess: Sendable {
     }
 
     /// `posix_spawn` of `executable` with `descriptors` as its standard input, output and
-    /// error, in the process group `processGroup` (0: a new one) when given.
+    /// error.
     private static func spawn(_ executable: String, _ arguments: [String], environment: [String: String]?,
-                              descriptors: (input: CInt, output: CInt, error: CInt),
-                              processGroup: pid_t?) -> Result<pid_t, POSIXError> {
+                              descriptors: (input: CInt, output: CInt, error: CInt)) -> Result<pid_t, POSIXError> {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
@@ -175,12 +173,7 @@ public final class ChildProcess: Sendable {
         sigfillset(&allSignals)
         posix_spawnattr_setsigmask(&attributes, &noSignals)
         posix_spawnattr_setsigdefault(&attributes, &allSignals)
-        var flags = POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF
-        if let processGroup {
-            posix_spawnattr_setpgroup(&attributes, processGroup)
-            flags |= POSIX_SPAWN_SETPGROUP
-        }
-        posix_spawnattr_setflags(&attributes, Int16(flags))
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
         var child: pid_t = 0
         let spawned = posix_spawn(&child, executable, &actions, &attributes, argv, envp)
         return spawned == 0 ? .success(child) : .failure(POSIXError(POSIXErrorCode(rawValue: spawned) ?? .EIO))
@@ -222,18 +215,22 @@ public final class ChildProcess: Sendable {
         thread.start()
     }
 
-    /// Reaps the child, then its watcher (whose pipe it closes first, which ends it),
-    /// and only then records how the child ended.
+    /// Reaps the child, and first, when it has a watcher, waits for it to end without
+    /// reaping it, closes the watcher's pipe (which ends the watcher: its kill then
+    /// finds the child a zombie) and reaps the watcher; only then records how the
+    /// child ended.
     private static func startReaping(_ pid: pid_t, watcher: (pid: pid_t, lifeline: CInt)?, _ shared: Shared) {
         let thread = Thread {
-            var status: CInt = 0
-            while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
-            let ended: Termination = status & 0x7F == 0 ? .exited((status >> 8) & 0xFF) : .signaled(status & 0x7F)
             if let watcher {
+                var info = siginfo_t()
+                while waitid(P_PID, id_t(pid), &info, WEXITED | WNOWAIT) < 0 && errno == EINTR {}
                 close(watcher.lifeline)
                 var watcherStatus: CInt = 0
                 while waitpid(watcher.pid, &watcherStatus, 0) < 0 && errno == EINTR {}
             }
+            var status: CInt = 0
+            while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+            let ended: Termination = status & 0x7F == 0 ? .exited((status >> 8) & 0xFF) : .signaled(status & 0x7F)
             shared.locked {
                 shared.termination = ended
                 shared.condition.broadcast()
