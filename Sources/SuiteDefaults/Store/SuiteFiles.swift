@@ -315,11 +315,7 @@ struct SuiteFiles {
         } catch {
             throw self.error(error, doing: "read the suite file's header")
         }
-        let tag: UInt32? = header.withUnsafeBytes { buffer in
-            guard case .valid = DataFileHeader.decode(buffer) else { return nil }
-            return DataFileHeader.suiteTag(in: buffer)
-        }
-        guard let tag, tag != 0, tag != suiteTag else { return }
+        guard isAnotherSuites(header: header) else { return }
         throw SuiteError(.foreignFile, suite: suite, path: dataPath,
                          message: "The suite file was written for another suite (another suite's file was given this name: the two exchanged, or one renamed or linked over the other); it was left untouched. Move it back under its own suite's name, or move it away.")
     }
@@ -432,10 +428,14 @@ struct SuiteFiles {
     private func holdsAnotherSuitesFile(_ name: String) -> Bool {
         guard let descriptor = try? open(name, .readOnly) else { return false }
         defer { descriptor.close() }
-        guard let header = try? descriptor.read(count: DataFileHeader.size, at: 0), header.count == DataFileHeader.size else {
-            return false
-        }
-        return header.withUnsafeBytes { buffer in
+        guard let header = try? descriptor.read(count: DataFileHeader.size, at: 0) else { return false }
+        return isAnotherSuites(header: header)
+    }
+
+    /// Whether `header`, the first bytes of a data file, verifies and carries another
+    /// suite's tag (neither 0, any suite's, nor this suite's).
+    private func isAnotherSuites(header: [UInt8]) -> Bool {
+        header.withUnsafeBytes { buffer in
             guard case .valid = DataFileHeader.decode(buffer) else { return false }
             let tag = DataFileHeader.suiteTag(in: buffer)
             return tag != 0 && tag != suiteTag
