@@ -200,13 +200,8 @@ struct HostileRoundTwentyOneTests {
     /// compaction renames its file over the name (beta's contents are lost).
     @Test func aCompactionDoesNotReplaceAnotherSuitesFileGivenItsName() throws {
         let directory = TemporaryDirectory()
-        try Suite(named: "alpha", directory: directory.url).set(1, forKey: "a")
-        try Suite(named: "beta", directory: directory.url).set(2, forKey: "b")
-        let worker = try startWorker("pause", at: directory.url, suite: "alpha",
-                                     ["point": "compactionWritten", "compact": "yes", "key": "k", "value": "3", "resume": "yes"])
+        let worker = try Self.compactionStoppedBeforeItsFileIsInPlace(in: directory)
         defer { _ = worker.kill() }
-        worker.expectLine(startingWith: "paused compactionWritten")
-        #expect(Self.waitUntilStopped(worker))
         let alpha = directory.file("alpha.suite").path, beta = directory.file("beta.suite").path
         #expect(Self.exchange(alpha, beta))
         worker.signal(SIGCONT)
@@ -224,6 +219,21 @@ struct HostileRoundTwentyOneTests {
     static func suiteTag(of path: String) -> UInt32 {
         guard let bytes = FileManager.default.contents(atPath: path), bytes.count >= DataFileHeader.size else { return 0 }
         return Array(bytes.prefix(DataFileHeader.size)).withUnsafeBytes { DataFileHeader.suiteTag(in: $0) }
+    }
+
+    /// Suites alpha (a = 1) and, unless `beta` is false, beta (b = 2); then a worker
+    /// that sets alpha's k = "3" and compacts alpha, stopped (SIGSTOP) at the fault
+    /// point `compactionWritten`, its new file written and not yet in place. SIGCONT
+    /// lets it go on; it says "finished" or how the compaction failed.
+    static func compactionStoppedBeforeItsFileIsInPlace(in directory: TemporaryDirectory, beta: Bool = true,
+                                                        sourceLocation: SourceLocation = #_sourceLocation) throws -> ChildProcess {
+        try Suite(named: "alpha", directory: directory.url).set(1, forKey: "a")
+        if beta { try Suite(named: "beta", directory: directory.url).set(2, forKey: "b") }
+        let worker = try startWorker("pause", at: directory.url, suite: "alpha",
+                                     ["point": "compactionWritten", "compact": "yes", "key": "k", "value": "3", "resume": "yes"])
+        worker.expectLine(startingWith: "paused compactionWritten", sourceLocation: sourceLocation)
+        #expect(waitUntilStopped(worker), sourceLocation: sourceLocation)
+        return worker
     }
 
     /// Waits up to 60 s until `worker` is stopped (state T).

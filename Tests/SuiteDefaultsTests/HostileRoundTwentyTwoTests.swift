@@ -239,12 +239,8 @@ struct HostileRoundTwentyTwoTests {
     @Test(arguments: ["directory", "fifo", "symlink"])
     func theDataFileNameGivenToSomethingElseAtTheCompactionsPoint(kind: String) throws {
         let directory = TemporaryDirectory()
-        try Suite(named: "alpha", directory: directory.url).set(1, forKey: "a")
-        let worker = try startWorker("pause", at: directory.url, suite: "alpha",
-                                     ["point": "compactionWritten", "compact": "yes", "key": "k", "value": "3", "resume": "yes"])
+        let worker = try R21.compactionStoppedBeforeItsFileIsInPlace(in: directory, beta: false)
         defer { _ = worker.kill() }
-        worker.expectLine(startingWith: "paused compactionWritten")
-        #expect(R21.waitUntilStopped(worker))
         let alpha = directory.file("alpha.suite").path, moved = directory.file("alpha.moved").path
         #expect(rename(alpha, moved) == 0)
         switch kind {
@@ -332,13 +328,8 @@ struct HostileRoundTwentyTwoTests {
     @Test(arguments: ["fifo", "link"])
     func theHistoryNameGivenToSomethingElseAtTheCompactionsPoint(kind: String) throws {
         let directory = TemporaryDirectory()
-        try Suite(named: "alpha", directory: directory.url).set(1, forKey: "a")
-        try Suite(named: "beta", directory: directory.url).set(2, forKey: "b")
-        let worker = try startWorker("pause", at: directory.url, suite: "alpha",
-                                     ["point": "compactionWritten", "compact": "yes", "key": "k", "value": "3", "resume": "yes"])
+        let worker = try R21.compactionStoppedBeforeItsFileIsInPlace(in: directory)
         defer { _ = worker.kill() }
-        worker.expectLine(startingWith: "paused compactionWritten")
-        #expect(R21.waitUntilStopped(worker))
         let history = try #require(directory.names().first { $0.hasPrefix("alpha.suite.h.") }, "no history name: \(directory.names())")
         let path = directory.file(history).path
         #expect(unlink(path) == 0)
