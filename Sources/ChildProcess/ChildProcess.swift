@@ -81,13 +81,16 @@ public final class ChildProcess: Sendable {
         close(input.read)
         close(output.write)
         close(error.write)
+        let closeOurEnds = {
+            close(input.write)
+            close(output.read)
+            close(error.read)
+        }
         let child: pid_t
         switch spawned {
         case .success(let pid): child = pid
         case .failure(let failure):
-            close(input.write)
-            close(output.read)
-            close(error.read)
+            closeOurEnds()
             throw failure
         }
         pid = child
@@ -101,9 +104,7 @@ public final class ChildProcess: Sendable {
                 _ = Glibc.kill(child, SIGKILL)
                 var status: CInt = 0
                 while waitpid(child, &status, 0) < 0 && errno == EINTR {}
-                close(input.write)
-                close(output.read)
-                close(error.read)
+                closeOurEnds()
                 throw failure
             }
         }

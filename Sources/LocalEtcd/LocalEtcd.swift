@@ -11,9 +11,9 @@ import ToolSupport
 ///
 /// Every member is a `ChildProcess`, so it is killed and reaped when this goes away;
 /// `shutDown()` does it at once and removes the data directory. A member also ends when
-/// the process that started it ends, however that ends (its data directory stays). Members listen on
-/// 127.0.0.1 only, with short heartbeats, so a cluster elects a new leader within about
-/// a second of losing one. Every wait has a deadline. The methods block: callers on the
+/// the process that started it ends, however that ends (its data directory stays).
+/// Members listen on 127.0.0.1 only, with short heartbeats, so a cluster elects a new
+/// leader within about a second of losing one. Every wait has a deadline. The methods block: callers on the
 /// tasks' cooperative threads run them on a thread of their own.
 public final class LocalEtcd: Sendable {
     /// The `etcd` program on $PATH; nil when it is not installed.

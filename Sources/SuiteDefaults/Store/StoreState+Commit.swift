@@ -286,12 +286,8 @@ extension StoreState {
                 try files.directory.exchange(temporaryName, with: files.dataName)
             } catch {
                 // The name could not be given back: what the temporary name holds is
-                // not this suite's to remove (the caller removes that name), so it is
-                // given a name of its own first.
-                let now = Int(WallClock.nanosecondsSince1970() / 1_000_000_000)
-                for name in files.damagedNames(at: now).prefix(1000) where (try? files.directory.status(of: name)) == .some(nil) {
-                    if (try? files.directory.rename(temporaryName, to: name)) != nil { break }
-                }
+                // not this suite's to remove, so it is given a name of its own.
+                _ = try? keepAside(temporaryName)
             }
             throw SuiteError(.foreignFile, suite: suite, path: files.dataPath,
                              message: "Another file took the suite file's name while it was being compacted (the suite's file exchanged with another suite's, or renamed away); the compaction was undone and that file left in place. Writes to it are refused until the suite's own file is back under its name.")

@@ -131,7 +131,7 @@ extension StoreState {
         let new = try files.writeNewDataFile(snapshot: snapshot, durable: true)
         let aside: String
         do {
-            aside = try keepDamagedFileAside()
+            aside = try keepAside(files.dataName)
             try files.directory.rename(new.temporaryName, to: files.dataName)
             try? files.directory.synchronize()
         } catch {
@@ -145,14 +145,15 @@ extension StoreState {
         return (new.descriptor, new.fileID, new.length)
     }
 
-    /// Gives the damaged data file a second name of its own, never one that exists
-    /// already, so that no kept copy replaces another. The data file keeps its name
-    /// until the repaired file is renamed over it.
-    private func keepDamagedFileAside() throws -> String {
+    /// Gives the file named `kept` (the damaged data file, or what a compaction could
+    /// not give back) a second name of its own, `NAME.suite.damaged-…`, never one that
+    /// exists already, so that no kept copy replaces another. `kept` keeps its name too,
+    /// where the file system has hard links.
+    func keepAside(_ kept: String) throws -> String {
         let now = Int(WallClock.nanosecondsSince1970() / 1_000_000_000)
         for name in files.damagedNames(at: now).prefix(1000) {
             do {
-                try files.directory.link(files.dataName, to: name)
+                try files.directory.link(kept, to: name)
                 return name
             } catch let failure as SystemCallError where failure.code == .fileExists {
                 continue
@@ -160,7 +161,7 @@ extension StoreState {
                 // No hard links here. Under the exclusive lock, a name found free stays
                 // free but for processes outside the protocol.
                 guard try files.directory.status(of: name) == nil else { continue }
-                try files.directory.rename(files.dataName, to: name)
+                try files.directory.rename(kept, to: name)
                 return name
             }
         }
