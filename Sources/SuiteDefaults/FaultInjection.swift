@@ -26,6 +26,9 @@ public enum SuiteFaultInjection {
         /// A compaction's new file written under its temporary name (and the old one
         /// linked as history), not yet in place.
         case compactionWritten
+        /// A repair's new file written under its temporary name and the damaged file
+        /// kept aside under a name of its own, the new file not yet in place.
+        case repairWritten
     }
 
     private static let armed = Atomic<Int>(0)

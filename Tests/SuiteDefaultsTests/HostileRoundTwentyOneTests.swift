@@ -202,17 +202,67 @@ struct HostileRoundTwentyOneTests {
         let directory = TemporaryDirectory()
         let worker = try Self.compactionStoppedBeforeItsFileIsInPlace(in: directory)
         defer { _ = worker.kill() }
-        let alpha = directory.file("alpha.suite").path, beta = directory.file("beta.suite").path
-        #expect(Self.exchange(alpha, beta))
-        worker.signal(SIGCONT)
-        let outcome = worker.expectLine(startingWith: "error") ?? worker.lines.last ?? "nothing"
-        #expect(outcome == "error \(SuiteError.Code.foreignFile.rawValue) errno 0", "the compaction: \(outcome)")
-        #expect(worker.wait(timeout: .seconds(60)) == .exited(0))
-        #expect(Self.exchange(alpha, beta))
+        Self.exchangeDataFilesWhileStopped(worker, in: directory, refusing: "the compaction")
         let alphaNow = try Self.dump("alpha", at: directory.url), betaNow = try Self.dump("beta", at: directory.url)
         #expect(alphaNow.values?["a"] == 1, "alpha: \(alphaNow)")
         #expect(try Suite(named: "alpha", directory: directory.url).string(forKey: "k") == "3")
         #expect(betaNow.values == ["b": 2], "beta: \(betaNow)")
+    }
+
+    /// A repair of alpha's damaged data file, stopped after its new file is written and
+    /// the damaged one kept aside (the fault point `repairWritten`); alpha's and beta's
+    /// data files exchanged then; the repair let go on. What must hold, as for a
+    /// compaction: the repair does not put its file in place of beta's, which then has
+    /// alpha's name (refused with `.foreignFile`, the exchange undone); once the files
+    /// are exchanged back, beta holds what it held, and alpha is repaired at its next
+    /// open, keeping its intact records. Fails when a repair renames its file over the
+    /// name (beta's only file is then gone).
+    @Test func aRepairDoesNotReplaceAnotherSuitesFileGivenItsName() throws {
+        let directory = TemporaryDirectory()
+        let alphaSuite = try Suite(named: "alpha", directory: directory.url)
+        try alphaSuite.set(1, forKey: "a")
+        try alphaSuite.set("damaged-damaged-damaged", forKey: "x")
+        try alphaSuite.set(8, forKey: "y")
+        try Suite(named: "beta", directory: directory.url).set(2, forKey: "b")
+        let worker = try startWorker("pause", at: directory.url, suite: "alpha",
+                                     ["point": "repairWritten", "key": "k", "value": "3", "resume": "yes", "wait": "yes"])
+        defer { _ = worker.kill() }
+        worker.expectLine(startingWith: "ready")
+        // Damage in the middle of alpha's file (x's record), and a shared header that
+        // must be set up again, so that the worker's write begins with a repair.
+        let alpha = directory.file("alpha.suite").path
+        var bytes = try #require(FileManager.default.contents(atPath: alpha).map(Array.init))
+        let marker = Array("damaged-damaged".utf8)
+        let at = try #require((0...(bytes.count - marker.count)).first { Array(bytes[$0..<($0 + marker.count)]) == marker })
+        bytes[at] ^= 0xFF
+        try Data(bytes).write(to: URL(fileURLWithPath: alpha + ".new"))
+        #expect(rename(alpha + ".new", alpha) == 0)
+        let lock = open(directory.file("alpha.suite.lock").path, O_WRONLY)
+        #expect(lock >= 0)
+        var zero: UInt64 = 0
+        #expect(pwrite(lock, &zero, 8, 0) == 8)
+        close(lock)
+        worker.send("go\n")
+        worker.expectLine(startingWith: "paused repairWritten")
+        #expect(Self.waitUntilStopped(worker))
+        Self.exchangeDataFilesWhileStopped(worker, in: directory, refusing: "the repair")
+        let betaNow = try Self.dump("beta", at: directory.url), alphaNow = try Self.dump("alpha", at: directory.url)
+        #expect(betaNow.values == ["b": 2], "beta: \(betaNow)")
+        #expect(alphaNow.values == ["a": 1, "y": 8], "alpha: \(alphaNow)")
+    }
+
+    /// With `worker` stopped (SIGSTOP) before its new file of alpha is in place:
+    /// exchanges alpha's and beta's data files, lets it go on, expects `what` refused
+    /// with `.foreignFile` and the worker's exit, then exchanges the files back.
+    static func exchangeDataFilesWhileStopped(_ worker: ChildProcess, in directory: TemporaryDirectory, refusing what: String,
+                                              sourceLocation: SourceLocation = #_sourceLocation) {
+        let alpha = directory.file("alpha.suite").path, beta = directory.file("beta.suite").path
+        #expect(exchange(alpha, beta), sourceLocation: sourceLocation)
+        worker.signal(SIGCONT)
+        let outcome = worker.expectLine(startingWith: "error", sourceLocation: sourceLocation) ?? worker.lines.last ?? "nothing"
+        #expect(outcome == "error \(SuiteError.Code.foreignFile.rawValue) errno 0", "\(what): \(outcome)", sourceLocation: sourceLocation)
+        #expect(worker.wait(timeout: .seconds(60)) == .exited(0), sourceLocation: sourceLocation)
+        #expect(exchange(alpha, beta), sourceLocation: sourceLocation)
     }
 
     /// The suite tag in the header of the data file at `path` (0 when unreadable).

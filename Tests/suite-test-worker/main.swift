@@ -9,6 +9,7 @@ import ChildProcess
 import Foundation
 import Glibc
 @_spi(Testing) import SuiteDefaults
+import TestRecorders
 import ToolSupport
 import UnitPreferences
 import WorkerRoles
@@ -16,7 +17,7 @@ import WorkerRoles
 let syntax = CommandLineSyntax(
     synopsis: ["suite-test-worker COMMAND --dir DIR --suite NAME [OPTIONS]"],
     arguments: [CommandLineArgument("COMMAND", help: """
-        increment, write-keys, ack-loop, invariant-writer, invariant-reader, pause, compact,
+        increment, write-keys, ack-loop, invariant-writer, invariant-reader, pause, leak-check, compact,
         hold-lock, get, key-bytes, spawn-lingering, try-set, set-if-absent, units-current, units-set, fork-in-transaction,
         fork-observe, hold-lock-spawn, fork-then-hold, fork-read-while-held, many-open,
         hostile-check, units-trials, fork-pids, fork-release-observation, without-inotify, clobber-inotify,
@@ -30,6 +31,7 @@ let syntax = CommandLineSyntax(
         .value("--point", "POINT", help: "pause: the fault-injection point"),
         .value("--compact", "ANY", help: "pause: compact after the write"),
         .value("--resume", "ANY", help: "pause: stop (SIGSTOP) and go on at SIGCONT instead of waiting to be killed"),
+        .value("--wait", "ANY", help: "pause: say \"ready\" once the suite is open, and write only after a line on standard input"),
         .value("--system", "SYSTEM", help: "units-set: metric or imperial"),
         .value("--lock-timeout-ms", "MS", help: "the suite's lock timeout"),
         .value("--report-waiting", "ANY", help: "say \"waiting for the lock\" when a write waits for it"),
@@ -211,6 +213,11 @@ case "pause":
         // With --resume, it stops itself, and goes on at SIGCONT.
         if resumes { raise(SIGSTOP) } else { forever() }
     }
+    if value("wait") != nil {
+        // Opened and armed: the test changes the files now, then sends a line.
+        Output.line("ready")
+        inputLines.wait()
+    }
     do {
         if value("compact") != nil {
             try suite.set(option("value"), forKey: option("key"))
@@ -223,6 +230,30 @@ case "pause":
     } catch {
         Output.line(errorReport(error))
     }
+
+case "leak-check":
+    // Two hundred suites opened, written and let go, and one compacted two hundred
+    // times; reports this process's watches and descriptors before and after (its own
+    // alone: a test process counts those of the tests that run beside it).
+    let directory = option("dir")
+    let before = watchesAndDescriptors(under: directory)
+    do {
+        for index in 0..<200 {
+            let leaking = try Suite(named: "leak\(index)", directory: URL(fileURLWithPath: directory))
+            try leaking.set(index, forKey: "k")
+            try leaking.set(index + 1, forKey: "k")
+        }
+        let compacted = try Suite(named: "compacted", directory: URL(fileURLWithPath: directory), options: .init(changeHistorySize: 4096))
+        for index in 0..<200 {
+            try compacted.set(index, forKey: "k")
+            try compacted.compact()
+        }
+        try compacted.set(-1, forKey: "k")
+    } catch {
+        Output.line(errorReport(error))
+    }
+    let after = watchesAndDescriptors(under: directory)
+    Output.line("watches \(before.watches) \(after.watches) descriptors \(before.descriptors) \(after.descriptors)")
 
 case "compact":
     do {

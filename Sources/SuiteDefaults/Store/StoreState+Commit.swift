@@ -229,14 +229,12 @@ extension StoreState {
         header.publish(generation: generation &+ 1)
         SuiteFaultInjection.reach(.compactionWritten)
         do {
-            try replaceDataFile(with: new.temporaryName, keptAs: kept ? files.historyName(endingAt: contents.lastSequence) : nil)
+            try replaceDataFile(with: new.temporaryName, replacing: try dataFile?.status(path: files.dataPath),
+                                keptAs: kept ? files.historyName(endingAt: contents.lastSequence) : nil, doing: "compacted")
         } catch {
             // Each name removed only while it leads to the file this compaction gave it:
             // a refused one may have found another suite's file under either.
-            if let made = try? new.descriptor.status(path: files.directory.pathOf(new.temporaryName)) {
-                files.removeName(new.temporaryName, leadingTo: made)
-            }
-            new.descriptor.close()
+            discard(new)
             if kept, let old = try? dataFile?.status(path: files.dataPath) {
                 files.removeName(files.historyName(endingAt: contents.lastSequence), leadingTo: old)
             }
@@ -256,18 +254,19 @@ extension StoreState {
         trimHistory(limit: historyLimit)
     }
 
-    /// Puts the file `temporaryName` in place of the data file this state writes, and
-    /// only of that one: a compaction that renamed over the name would replace whatever
-    /// the name leads to by then, such as another suite's file given this suite's name
-    /// (the two exchanged), which that suite's writer may still append to. The names
-    /// are exchanged, and the file that comes out is checked: when it is not this
-    /// state's, the exchange is undone and the compaction refused. Where the file
-    /// system cannot exchange names, a rename. `history` is the name that keeps the old
-    /// file, checked the same way.
-    private func replaceDataFile(with temporaryName: String, keptAs history: String?) throws {
-        guard let ours = try dataFile?.status(path: files.dataPath) else {
-            return try files.directory.rename(temporaryName, to: files.dataName)
-        }
+    /// Puts the file `temporaryName` in place of `ours`, the file that the data file's
+    /// name led to when this process took it (the one it writes, or the damaged one a
+    /// repair read), and only of that one: a rename over the name would replace
+    /// whatever the name leads to by then, such as another suite's file given this
+    /// suite's name (the two exchanged), which that suite's writer may still append to.
+    /// The names are exchanged, and the file that comes out is checked: when it is not
+    /// `ours`, the exchange is undone and the change refused (`.foreignFile`). Where the
+    /// file system cannot exchange names, a rename; with no `ours` to check, too.
+    /// `history` is a name that should keep the old file, checked the same way.
+    /// `doing` says what was refused, for the error: "compacted" or "repaired".
+    func replaceDataFile(with temporaryName: String, replacing ours: FileStatus?, keptAs history: String?,
+                         doing: String) throws {
+        guard let ours else { return try files.directory.rename(temporaryName, to: files.dataName) }
         let isOurs = { (name: String) throws -> Bool in
             guard let status = try self.files.directory.status(of: name) else { return false }
             return status.device == ours.device && status.inode == ours.inode
@@ -290,8 +289,18 @@ extension StoreState {
                 _ = try? keepAside(temporaryName)
             }
             throw SuiteError(.foreignFile, suite: suite, path: files.dataPath,
-                             message: "Another file took the suite file's name while it was being compacted (the suite's file exchanged with another suite's, or renamed away); the compaction was undone and that file left in place. Writes to it are refused until the suite's own file is back under its name.")
+                             message: "Another file took the suite file's name while it was being \(doing) (the suite's file exchanged with another suite's, or renamed away); that was undone and the file left in place. Writes to it are refused until the suite's own file is back under its name.")
         }
+    }
+
+    /// What a compaction or repair that failed leaves of its new file: the temporary
+    /// name is removed only while it still leads to that file (a refused exchange that
+    /// could not be undone leaves another suite's file there), and the descriptor closed.
+    func discard(_ new: SuiteFiles.NewDataFile) {
+        if let made = try? new.descriptor.status(path: files.directory.pathOf(new.temporaryName)) {
+            files.removeName(new.temporaryName, leadingTo: made)
+        }
+        new.descriptor.close()
     }
 
     /// `fdatasync` of the data file and `fsync` of the directory.

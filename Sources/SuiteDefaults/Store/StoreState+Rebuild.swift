@@ -108,7 +108,7 @@ extension StoreState {
             diagnose(.discardedTornWrite, "Discarded \(bytes.count - scan.validEnd) bytes of a write that process \(interruptedBy.map(String.init) ?? "(unknown)") did not finish; no write that had returned was lost.")
         case .damaged:
             do {
-                current = try replaceDamagedFile(with: scan)
+                current = try replaceDamagedFile(with: scan, read: opened?.status)
             } catch {
                 descriptor.close()
                 throw error
@@ -124,19 +124,24 @@ extension StoreState {
                     lastSequence: lastSequence, isLoaded: true)
     }
 
-    /// Writes what survived into a new file, and keeps the damaged one aside.
-    private func replaceDamagedFile(with scan: DataFileScan) throws -> (descriptor: FileDescriptor, fileID: UInt64, length: Int) {
+    /// Writes what survived into a new file, and keeps the damaged one aside. `damaged`
+    /// is the status of the file that was read: only that file is replaced (see
+    /// `replaceDataFile(with:replacing:keptAs:doing:)`).
+    private func replaceDamagedFile(with scan: DataFileScan, read damaged: FileStatus?) throws
+        -> (descriptor: FileDescriptor, fileID: UInt64, length: Int)
+    {
         let snapshot = scan.contents.snapshot(timestamp: WallClock.nanosecondsSince1970(), pid: ProcessIdentity.id)
         // A repair is rare and follows trouble, so it always goes to the disk.
         let new = try files.writeNewDataFile(snapshot: snapshot, durable: true)
         let aside: String
         do {
             aside = try keepAside(files.dataName)
-            try files.directory.rename(new.temporaryName, to: files.dataName)
+            SuiteFaultInjection.reach(.repairWritten)
+            try replaceDataFile(with: new.temporaryName, replacing: damaged, keptAs: aside, doing: "repaired")
             try? files.directory.synchronize()
         } catch {
-            new.descriptor.close()
-            try? files.directory.removeFile(new.temporaryName)
+            discard(new)
+            if let error = error as? SuiteError { throw error }
             throw files.error(error, doing: "replace the damaged suite file")
         }
         let problem = scan.firstProblem?.description ?? "unreadable bytes"
