@@ -22,19 +22,30 @@ enum StoreRegistry {
     /// costs the lookup of `String: Hashable`, made once for every dictionary of String
     /// keys in the process. (A list in its place, tried, made no start faster: see
     /// Performance.md, "After the seventeenth pass".)
-    private static let leases = Locked<[String: WeakLease]>([:])
+    private static let leases = Locked<Leases>(Leases())
+
+    private struct Leases {
+        var byKey: [String: WeakLease] = [:]
+        /// The count at which leases of closed suites are next dropped: twice the live
+        /// ones after each pruning, so that a process opening thousands of suites
+        /// prunes now and then rather than looking at every lease at every open.
+        var pruneAt = 64
+    }
 
     static func lease(named name: String, directoryPath: String, sharing: Suite.Sharing, lockTimeout: Duration?) throws -> StoreLease {
         let directory = try SuiteFiles.openDirectory(path: directoryPath, sharing: sharing, suite: name)
         let key = "\(directory.status.device):\(directory.status.inode)/\(name)"
-        if let existing = leases.withLock({ $0[key]?.lease }) { return existing }
+        if let existing = leases.withLock({ $0.byKey[key]?.lease }) { return existing }
         // Opened outside the registry's lock: opening reads the file and may wait for
         // another process's lock.
         let opened = StoreLease(try SuiteStore(name: name, directory: directory, sharing: sharing, lockTimeout: lockTimeout))
         return leases.withLock { leases in
-            if let raced = leases[key]?.lease { return raced }
-            if leases.values.contains(where: { $0.lease == nil }) { leases = leases.filter { $0.value.lease != nil } }
-            leases[key] = WeakLease(opened)
+            if let raced = leases.byKey[key]?.lease { return raced }
+            if leases.byKey.count >= leases.pruneAt {
+                leases.byKey = leases.byKey.filter { $0.value.lease != nil }
+                leases.pruneAt = max(64, 2 * leases.byKey.count)
+            }
+            leases.byKey[key] = WeakLease(opened)
             return opened
         }
     }
