@@ -107,6 +107,16 @@ enum HostileScenario {
         var lock: String { path(suite + ".suite.lock") }
         var data: String { path(suite + ".suite") }
 
+        /// Runs `body` holding the suite's `flock` (waiting for it up to 10 s, then
+        /// without it: a writer may hold it no longer than a commit).
+        func holdingTheLock(_ body: () -> Void) {
+            let descriptor = open(lock, O_RDWR | O_CLOEXEC)
+            defer { if descriptor >= 0 { close(descriptor) } }
+            let deadline = ContinuousClock.now + .seconds(10)
+            while descriptor >= 0, flock(descriptor, LOCK_EX | LOCK_NB) != 0, ContinuousClock.now < deadline { usleep(100) }
+            body()
+        }
+
         /// Carries out an attack; returns what undoes it.
         func perform(_ attack: Attack, number: Int, using generator: inout SystemRandomNumberGenerator) throws -> () -> Void {
             switch attack {
@@ -142,11 +152,16 @@ enum HostileScenario {
                 if attack == .fifoAtData { _ = mkfifo(data, 0o600) } else { _ = symlink(aside, data) }
                 return {
                     // Put the data file back, unless a writer has replaced what was planted.
-                    var status = stat()
-                    if lstat(data, &status) == 0, status.st_mode & S_IFMT != S_IFREG {
-                        _ = rename(aside, data)
-                    } else {
-                        _ = unlink(aside)
+                    // Done holding the suite's lock, as a careful tool would: a writer's
+                    // compaction that met the planted file exchanges names and then
+                    // exchanges them back, and in between its new file has the name.
+                    holdingTheLock {
+                        var status = stat()
+                        if lstat(data, &status) == 0, status.st_mode & S_IFMT != S_IFREG {
+                            _ = rename(aside, data)
+                        } else {
+                            _ = unlink(aside)
+                        }
                     }
                 }
             }
