@@ -229,7 +229,7 @@ extension StoreState {
         header.publish(generation: generation &+ 1)
         SuiteFaultInjection.reach(.compactionWritten)
         do {
-            try replaceDataFile(with: new.temporaryName, replacing: try dataFile?.status(path: files.dataPath),
+            try replaceDataFile(with: new, replacing: try dataFile?.status(path: files.dataPath),
                                 keptAs: kept ? files.historyName(endingAt: contents.lastSequence) : nil, doing: "compacted")
         } catch {
             // Each name removed only while it leads to the file this compaction gave it:
@@ -262,15 +262,24 @@ extension StoreState {
     /// The names are exchanged, and the file that comes out is checked: when it is not
     /// `ours`, the exchange is undone and the change refused (`.foreignFile`). Where the
     /// file system cannot exchange names, a rename; with no `ours` to check, too.
-    /// `history` is a name that should keep the old file, checked the same way.
+    /// `history` is a name that should keep the old file, checked the same way. What
+    /// went in under the data file's name must be `new` itself: its temporary name may
+    /// have been given to another file meanwhile (another suite's renamed over it, a
+    /// directory), which would otherwise be put in place while this process went on
+    /// writing to `new`, a file no name leads to.
     /// `doing` says what was refused, for the error: "compacted" or "repaired".
-    func replaceDataFile(with temporaryName: String, replacing ours: FileStatus?, keptAs history: String?,
+    func replaceDataFile(with new: SuiteFiles.NewDataFile, replacing ours: FileStatus?, keptAs history: String?,
                          doing: String) throws {
-        guard let ours else { return try files.directory.rename(temporaryName, to: files.dataName) }
-        let isOurs = { (name: String) throws -> Bool in
-            guard let status = try self.files.directory.status(of: name) else { return false }
-            return status.device == ours.device && status.inode == ours.inode
+        let temporaryName = new.temporaryName
+        let placed = try new.descriptor.status(path: files.directory.pathOf(temporaryName))
+        let leads = { (name: String, file: FileStatus) -> Bool in
+            guard let status = try? self.files.directory.status(of: name) else { return false }
+            return status.device == file.device && status.inode == file.inode
         }
+        let refusal = SuiteError(.foreignFile, suite: suite, path: files.dataPath,
+                                 message: "Another file took the suite file's name while it was being \(doing) (the suite's file exchanged with another suite's, or renamed away, or another file given the new file's temporary name); that was undone and the file left in place. Writes to it are refused until the suite's own file is back under its name.")
+        guard leads(temporaryName, placed) else { throw refusal }
+        guard let ours else { return try files.directory.rename(temporaryName, to: files.dataName) }
         defer { files.removeName(temporaryName, leadingTo: ours) }
         do {
             try files.directory.exchange(temporaryName, with: files.dataName)
@@ -280,7 +289,7 @@ extension StoreState {
             try files.directory.rename(temporaryName, to: files.dataName)
             return
         }
-        guard (try? isOurs(temporaryName)) == true, (try? history.map(isOurs) ?? true) == true else {
+        guard leads(temporaryName, ours), history.map({ leads($0, ours) }) ?? true, leads(files.dataName, placed) else {
             do {
                 try files.directory.exchange(temporaryName, with: files.dataName)
             } catch {
@@ -288,8 +297,7 @@ extension StoreState {
                 // not this suite's to remove, so it is given a name of its own.
                 _ = try? keepAside(temporaryName)
             }
-            throw SuiteError(.foreignFile, suite: suite, path: files.dataPath,
-                             message: "Another file took the suite file's name while it was being \(doing) (the suite's file exchanged with another suite's, or renamed away); that was undone and the file left in place. Writes to it are refused until the suite's own file is back under its name.")
+            throw refusal
         }
     }
 

@@ -137,7 +137,7 @@ extension StoreState {
         do {
             aside = try keepAside(files.dataName)
             SuiteFaultInjection.reach(.repairWritten)
-            try replaceDataFile(with: new.temporaryName, replacing: damaged, keptAs: aside, doing: "repaired")
+            try replaceDataFile(with: new, replacing: damaged, keptAs: aside, doing: "repaired")
             try? files.directory.synchronize()
         } catch {
             discard(new)
