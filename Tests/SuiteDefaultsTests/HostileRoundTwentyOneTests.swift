@@ -219,32 +219,8 @@ struct HostileRoundTwentyOneTests {
     /// name (beta's only file is then gone).
     @Test func aRepairDoesNotReplaceAnotherSuitesFileGivenItsName() throws {
         let directory = TemporaryDirectory()
-        let alphaSuite = try Suite(named: "alpha", directory: directory.url)
-        try alphaSuite.set(1, forKey: "a")
-        try alphaSuite.set("damaged-damaged-damaged", forKey: "x")
-        try alphaSuite.set(8, forKey: "y")
-        try Suite(named: "beta", directory: directory.url).set(2, forKey: "b")
-        let worker = try startWorker("pause", at: directory.url, suite: "alpha",
-                                     ["point": "repairWritten", "key": "k", "value": "3", "resume": "yes", "wait": "yes"])
+        let worker = try HostileRoundTwentyThreeTests.repairStopped(in: directory)
         defer { _ = worker.kill() }
-        worker.expectLine(startingWith: "ready")
-        // Damage in the middle of alpha's file (x's record), and a shared header that
-        // must be set up again, so that the worker's write begins with a repair.
-        let alpha = directory.file("alpha.suite").path
-        var bytes = try #require(FileManager.default.contents(atPath: alpha).map(Array.init))
-        let marker = Array("damaged-damaged".utf8)
-        let at = try #require((0...(bytes.count - marker.count)).first { Array(bytes[$0..<($0 + marker.count)]) == marker })
-        bytes[at] ^= 0xFF
-        try Data(bytes).write(to: URL(fileURLWithPath: alpha + ".new"))
-        #expect(rename(alpha + ".new", alpha) == 0)
-        let lock = open(directory.file("alpha.suite.lock").path, O_WRONLY)
-        #expect(lock >= 0)
-        var zero: UInt64 = 0
-        #expect(pwrite(lock, &zero, 8, 0) == 8)
-        close(lock)
-        worker.send("go\n")
-        worker.expectLine(startingWith: "paused repairWritten")
-        #expect(Self.waitUntilStopped(worker))
         Self.exchangeDataFilesWhileStopped(worker, in: directory, refusing: "the repair")
         let betaNow = try Self.dump("beta", at: directory.url), alphaNow = try Self.dump("alpha", at: directory.url)
         #expect(betaNow.values == ["b": 2], "beta: \(betaNow)")

@@ -33,11 +33,7 @@ struct HostileRoundTwentyThreeTests {
     /// "error CODE errno N".
     static func repairStopped(in directory: TemporaryDirectory, beta: Bool = true, options extra: [String: String] = [:],
                               sourceLocation: SourceLocation = #_sourceLocation) throws -> ChildProcess {
-        let alphaSuite = try Suite(named: "alpha", directory: directory.url)
-        try alphaSuite.set(1, forKey: "a")
-        try alphaSuite.set("damaged-damaged-damaged", forKey: "x")
-        try alphaSuite.set(8, forKey: "y")
-        if beta { try Suite(named: "beta", directory: directory.url).set(2, forKey: "b") }
+        try makeAlphaAndBeta(in: directory, beta: beta)
         let worker = try startWorker("pause", at: directory.url, suite: "alpha",
                                      ["point": "repairWritten", "key": "k", "value": "3", "resume": "yes", "wait": "yes"]
                                         .merging(extra) { _, new in new })
@@ -47,6 +43,16 @@ struct HostileRoundTwentyThreeTests {
         worker.expectLine(startingWith: "paused repairWritten", sourceLocation: sourceLocation)
         #expect(R21.waitUntilStopped(worker), sourceLocation: sourceLocation)
         return worker
+    }
+
+    /// Alpha (a = 1, x = a string that `damageAlpha` finds, y = 8) and, unless `beta` is
+    /// false, beta (b = 2).
+    static func makeAlphaAndBeta(in directory: TemporaryDirectory, beta: Bool = true) throws {
+        let alphaSuite = try Suite(named: "alpha", directory: directory.url)
+        try alphaSuite.set(1, forKey: "a")
+        try alphaSuite.set("damaged-damaged-damaged", forKey: "x")
+        try alphaSuite.set(8, forKey: "y")
+        if beta { try Suite(named: "beta", directory: directory.url).set(2, forKey: "b") }
     }
 
     /// Flips a byte of alpha's x record (in the middle of the file) and zeroes the
@@ -387,11 +393,7 @@ struct HostileRoundTwentyThreeTests {
             return
         }
         let directory = TemporaryDirectory()
-        let alphaSuite = try Suite(named: "alpha", directory: directory.url)
-        try alphaSuite.set(1, forKey: "a")
-        try alphaSuite.set("damaged-damaged-damaged", forKey: "x")
-        try alphaSuite.set(8, forKey: "y")
-        try Suite(named: "beta", directory: directory.url).set(2, forKey: "b")
+        try Self.makeAlphaAndBeta(in: directory)
         let arguments = ["-f", "-qq", "-o", "/dev/null", "-e", "trace=renameat2",
                          "-e", "inject=renameat2:error=EIO:when=\(failing == "exchange" ? 1 : 2)",
                          Products.path("suite-test-worker"), "pause", "--dir", directory.path, "--suite", "alpha",
@@ -409,12 +411,7 @@ struct HostileRoundTwentyThreeTests {
         while !["T", "t"].contains(R22.state(of: worker)), ContinuousClock.now < stopDeadline { usleep(1_000) }
         let alpha = directory.file("alpha.suite").path, beta = directory.file("beta.suite").path
         if failing == "undoing" { #expect(R21.exchange(alpha, beta)) }
-        var ended: ChildProcess.Termination?
-        let deadline = ContinuousClock.now + .seconds(60)
-        repeat {
-            kill(worker, SIGCONT)
-            ended = strace.wait(timeout: .milliseconds(100))
-        } while ended == nil && ContinuousClock.now < deadline
+        let ended = R22.continueUntilEnded(worker, under: strace)
         #expect(ended == .exited(0), "the repair did not end well: \(String(describing: ended)) \(strace.lines)")
         let outcome = strace.lines.first { $0.hasPrefix("error") || $0 == "finished" } ?? "nothing"
         let expected = failing == "exchange" ? SuiteError.Code.ioFailure : .foreignFile

@@ -24,6 +24,20 @@ struct HostileRoundTwentyTwoTests {
     /// linear).
     static let colliding = ("app.ap9fyai", "app.fp375sv")
 
+    /// Lets `worker`, stopped under `strace`, go on, and waits for strace to end (60 s
+    /// at most). Under strace the worker's SIGSTOP may not be delivered yet when it
+    /// shows as stopped (a signal-delivery stop), and a SIGCONT then comes first: it is
+    /// sent again until the worker goes on.
+    static func continueUntilEnded(_ worker: pid_t, under strace: ChildProcess) -> ChildProcess.Termination? {
+        var ended: ChildProcess.Termination?
+        let deadline = ContinuousClock.now + .seconds(60)
+        repeat {
+            kill(worker, SIGCONT)
+            ended = strace.wait(timeout: .milliseconds(100))
+        } while ended == nil && ContinuousClock.now < deadline
+        return ended
+    }
+
     /// The tag in the header of the file at `path`, or nil when it has no header that
     /// verifies.
     static func verifiedTag(of path: String) -> UInt32? {
@@ -186,15 +200,7 @@ struct HostileRoundTwentyTwoTests {
         defer { kill(worker, SIGKILL) }
         let alpha = directory.file("alpha.suite").path, beta = directory.file("beta.suite").path
         #expect(R21.exchange(alpha, beta))
-        // Under strace the worker's SIGSTOP may not be delivered yet when it shows as
-        // stopped (a signal-delivery stop), and a SIGCONT then comes first: sent again
-        // until it goes on, for 60 s at most.
-        var ended: ChildProcess.Termination?
-        let deadline = ContinuousClock.now + .seconds(60)
-        repeat {
-            kill(worker, SIGCONT)
-            ended = strace.wait(timeout: .milliseconds(100))
-        } while ended == nil && ContinuousClock.now < deadline
+        let ended = Self.continueUntilEnded(worker, under: strace)
         #expect(ended != nil, "the compaction did not end: \(strace.lines)")
         if injection.hasPrefix("error") || injection == "none" {
             #expect(strace.lines.contains { $0.hasPrefix("error ") }, "the compaction: \(strace.lines)")

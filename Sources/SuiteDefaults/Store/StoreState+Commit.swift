@@ -262,11 +262,15 @@ extension StoreState {
     /// The names are exchanged, and the file that comes out is checked: when it is not
     /// `ours`, the exchange is undone and the change refused (`.foreignFile`). Where the
     /// file system cannot exchange names, a rename; with no `ours` to check, too.
-    /// `history` is a name that should keep the old file, checked the same way. What
-    /// went in under the data file's name must be `new` itself: its temporary name may
-    /// have been given to another file meanwhile (another suite's renamed over it, a
-    /// directory), which would otherwise be put in place while this process went on
-    /// writing to `new`, a file no name leads to.
+    /// `history` is a name that should keep the old file, checked the same way. Before
+    /// the exchange, the temporary name must lead to `new` itself: it may have been
+    /// given to another file meanwhile (another suite's renamed over it, a directory),
+    /// which would otherwise be put in place while this process went on writing to
+    /// `new`, a file no name leads to. (Not checked again after the exchange: what the
+    /// suite's name leads to by then may have been exchanged away from it since, by
+    /// the same hand, and undoing the exchange would then give the temporary name to
+    /// that other file, leaving the two suites' names on two files of this one; a
+    /// change of the name after the exchange is one the next commit's check finds.)
     /// `doing` says what was refused, for the error: "compacted" or "repaired".
     func replaceDataFile(with new: SuiteFiles.NewDataFile, replacing ours: FileStatus?, keptAs history: String?,
                          doing: String) throws {
@@ -289,7 +293,7 @@ extension StoreState {
             try files.directory.rename(temporaryName, to: files.dataName)
             return
         }
-        guard leads(temporaryName, ours), history.map({ leads($0, ours) }) ?? true, leads(files.dataName, placed) else {
+        guard leads(temporaryName, ours), history.map({ leads($0, ours) }) ?? true else {
             do {
                 try files.directory.exchange(temporaryName, with: files.dataName)
             } catch {
