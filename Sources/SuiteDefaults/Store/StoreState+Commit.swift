@@ -254,11 +254,12 @@ extension StoreState {
         trimHistory(limit: historyLimit)
     }
 
-    /// Puts the file `temporaryName` in place of `ours`, the file that the data file's
-    /// name led to when this process took it (the one it writes, or the damaged one a
-    /// repair read), and only of that one: a rename over the name would replace
-    /// whatever the name leads to by then, such as another suite's file given this
-    /// suite's name (the two exchanged), which that suite's writer may still append to.
+    /// Puts `new`, written under its temporary name, in place of `ours`, the file the
+    /// data file's name led to when this process took it (the one it writes, or the
+    /// damaged one a repair read), and only of that one: a rename over the name would
+    /// replace whatever the name leads to by then, such as another suite's file given
+    /// this suite's name (the two exchanged), which that suite's writer may still
+    /// append to.
     /// The names are exchanged, and the file that comes out is checked: when it is not
     /// `ours`, the exchange is undone and the change refused (`.foreignFile`). Where the
     /// file system cannot exchange names, a rename; with no `ours` to check, too.
@@ -281,7 +282,7 @@ extension StoreState {
             return status.device == file.device && status.inode == file.inode
         }
         let refusal = SuiteError(.foreignFile, suite: suite, path: files.dataPath,
-                                 message: "Another file took the suite file's name while it was being \(doing) (the suite's file exchanged with another suite's, or renamed away, or another file given the new file's temporary name); that was undone and the file left in place. Writes to it are refused until the suite's own file is back under its name.")
+                                 message: "Another file took the suite file's name, or the new file's temporary name, while the suite was being \(doing) (the suite's file exchanged with another suite's or renamed away, or another file given the temporary name); nothing was put in place, and that file was left where it is. Writes to it are refused until the suite's own file is back under its name.")
         guard leads(temporaryName, placed) else { throw refusal }
         guard let ours else { return try files.directory.rename(temporaryName, to: files.dataName) }
         defer { files.removeName(temporaryName, leadingTo: ours) }
