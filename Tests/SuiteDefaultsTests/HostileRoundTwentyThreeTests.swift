@@ -127,9 +127,9 @@ struct HostileRoundTwentyThreeTests {
     /// led to any more, for the suite's, and the worker's write went into it and was
     /// acknowledged: k was nowhere, and alpha's name held beta's file, garbage, a
     /// directory or a FIFO (a and y only in the damaged copy kept aside; alpha opened
-    /// empty once the name was put right). Fixed: `replaceDataFile` also checks that
-    /// the data file's name leads to the new file after the exchange, and undoes it and
-    /// refuses with `.foreignFile` when not. Fails without that check.
+    /// empty once the name was put right). Fixed: `replaceDataFile` checks that the
+    /// temporary name still leads to the new file before the exchange, and refuses
+    /// with `.foreignFile` when not. Fails without that check.
     @Test(arguments: ["beta-renamed", "beta-exchanged", "garbage", "directory", "fifo", "removed", "moved"])
     func theRepairsTemporaryNameGivenToSomethingElse(attack: String) throws {
         let directory = TemporaryDirectory()
@@ -181,7 +181,8 @@ struct HostileRoundTwentyThreeTests {
     /// a = 1 and k = "3", beta b = 2. Held before this round's fix only in part: the
     /// compaction put beta's file or the garbage under alpha's name and removed its
     /// temporary name, which then led to alpha's journal (kept only as history), so
-    /// alpha opened empty. Fails without the check of what went in under the name.
+    /// alpha opened empty. Fails without the check of the temporary name before the
+    /// exchange.
     @Test(arguments: ["beta-renamed", "garbage"])
     func theCompactionsTemporaryNameGivenToSomethingElse(attack: String) throws {
         let directory = TemporaryDirectory()

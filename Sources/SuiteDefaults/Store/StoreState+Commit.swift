@@ -277,13 +277,9 @@ extension StoreState {
                          doing: String) throws {
         let temporaryName = new.temporaryName
         let placed = try new.descriptor.status(path: files.directory.pathOf(temporaryName))
-        let leads = { (name: String, file: FileStatus) -> Bool in
-            guard let status = try? self.files.directory.status(of: name) else { return false }
-            return status.device == file.device && status.inode == file.inode
-        }
         let refusal = SuiteError(.foreignFile, suite: suite, path: files.dataPath,
                                  message: "Another file took the suite file's name, or the new file's temporary name, while the suite was being \(doing) (the suite's file exchanged with another suite's or renamed away, or another file given the temporary name); nothing was put in place, and that file was left where it is. Writes to it are refused until the suite's own file is back under its name.")
-        guard leads(temporaryName, placed) else { throw refusal }
+        guard files.name(temporaryName, leadsTo: placed) else { throw refusal }
         guard let ours else { return try files.directory.rename(temporaryName, to: files.dataName) }
         defer { files.removeName(temporaryName, leadingTo: ours) }
         do {
@@ -294,7 +290,7 @@ extension StoreState {
             try files.directory.rename(temporaryName, to: files.dataName)
             return
         }
-        guard leads(temporaryName, ours), history.map({ leads($0, ours) }) ?? true else {
+        guard files.name(temporaryName, leadsTo: ours), history.map({ files.name($0, leadsTo: ours) }) ?? true else {
             do {
                 try files.directory.exchange(temporaryName, with: files.dataName)
             } catch {

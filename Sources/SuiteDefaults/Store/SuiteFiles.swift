@@ -270,7 +270,7 @@ struct SuiteFiles {
     /// one `fstatat`.
     func target(of name: String, beside status: FileStatus) throws -> NameTarget {
         guard let named = try directory.status(of: name) else { return .nothing }
-        if named.device == status.device && named.inode == status.inode { return .thisFile }
+        if named.isSameFile(as: status) { return .thisFile }
         return named.isRegularFile ? .anotherFile : .notAFile
     }
 
@@ -442,12 +442,16 @@ struct SuiteFiles {
         }
     }
 
+    /// Whether `name` in the suite's directory leads to `file` now (one `fstatat`);
+    /// false when it leads nowhere or cannot be looked at.
+    func name(_ name: String, leadsTo file: FileStatus) -> Bool {
+        (try? directory.status(of: name))??.isSameFile(as: file) == true
+    }
+
     /// Removes the name `name` only while it leads to `file` (by device and inode): a
     /// name given to another file meanwhile is not this suite's to remove.
     func removeName(_ name: String, leadingTo file: FileStatus) {
-        guard let status = try? directory.status(of: name), status.device == file.device, status.inode == file.inode else {
-            return
-        }
+        guard self.name(name, leadsTo: file) else { return }
         try? directory.removeFile(name)
     }
 
