@@ -42,7 +42,7 @@ struct HostileTests {
         worker.expectLine(startingWith: "child observing")
         try writer.set("after", forKey: "ping")
         // The two processes report in either order.
-        let wanted = ["child received \"after\"", "parent received \"after\"", "child exited 0"]
+        let wanted = ["child received \"after\"", "parent received \"after\"", "child status 0"]
         #expect(worker.waitForLines(timeout: .seconds(60)) { lines in wanted.allSatisfy(lines.contains) }, "\(worker.lines)")
         worker.expectSuccess()
         #expect(worker.lines.filter { $0.hasPrefix("parent received") }.count == 1, "the parent's observation stayed the parent's")

@@ -339,29 +339,28 @@ case "fork-in-transaction":
     }
 
 case "fork-observe":
-    // Observes, then forks: the child observes for itself and reports the first
-    // change of KEY; the parent reports it through its own observation too.
+    // Observes, then forks (once the observation's threads are asleep, see
+    // forkChild): the child observes for itself and reports the first change of KEY,
+    // and exits 1 if none came within 60 s; the parent reports it through its own
+    // observation too.
     let key = option("key")
     let parentReceived = DispatchSemaphore(value: 0)
     let parentToken = try suite.observe(keys: [key]) { change in
         Output.line("parent received \(change.newValue?.description ?? "nil")")
         parentReceived.signal()
     }
-    let pid = fork()
-    if pid == 0 {
+    let child = forkChild {
         let received = DispatchSemaphore(value: 0)
-        let token = try suite.observe(keys: [key]) { change in
+        guard let token = try? suite.observe(keys: [key], onChange: { change in
             Output.line("child received \(change.newValue?.description ?? "nil")")
             received.signal()
-        }
+        }) else { return 2 }
         Output.line("child observing")
-        _ = received.wait(timeout: .now() + 60)
+        let heard = received.wait(timeout: .now() + 60) == .success
         withExtendedLifetime(token) {}
-        _exit(0)
+        return heard ? 0 : 1
     }
-    var status: Int32 = 0
-    _ = waitpid(pid, &status, 0)
-    Output.line("child exited \(status)")
+    reportChild(child, timeout: .seconds(90))
     // The parent's own observation may hear of the change after the child is gone.
     _ = parentReceived.wait(timeout: .now() + 60)
     withExtendedLifetime(parentToken) {}
