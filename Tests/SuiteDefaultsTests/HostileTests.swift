@@ -535,7 +535,7 @@ struct HostileTests {
         #expect(called.wait(timeout: .now() + 30) == .success, "onError ran and its cancel returned")
     }
 
-    @Test func aSequenceOfADirectoryEndsWithTheErrorOfASuiteItCannotOpen() async throws {
+    @Test(.onThreadsOfItsOwn) func aSequenceOfADirectoryEndsWithTheErrorOfASuiteItCannotOpen() async throws {
         let place = directory.file("sequence")
         #expect(mkdir(place.path, 0o700) == 0)
         let changes = try Suite.changesOfSuites(in: place)

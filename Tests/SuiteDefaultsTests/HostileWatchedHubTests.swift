@@ -104,7 +104,7 @@ struct HostileWatchedHubTests {
     }
 
     /// Sequences of changes ended by cancelling their tasks, or by leaving the loop.
-    @Test func changeSequencesEndedByTheirTasksLetGoOfTheHub() async throws {
+    @Test(.onThreadsOfItsOwn) func changeSequencesEndedByTheirTasksLetGoOfTheHub() async throws {
         weak var hub: ObserverHub?
         do {
             let suite = try open("sequence")

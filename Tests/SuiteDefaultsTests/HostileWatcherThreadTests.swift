@@ -255,7 +255,7 @@ struct HostileWatcherThreadTests {
     /// `changes(in:)` is fed on the watcher's thread; loops over it that end or are
     /// cancelled while another process writes without pause must stop cleanly, and the
     /// watcher must go on serving the others.
-    @Test func cancellingAsyncSequencesWhileTheWatcherDelivers() async throws {
+    @Test(.onThreadsOfItsOwn) func cancellingAsyncSequencesWhileTheWatcherDelivers() async throws {
         let suite = try open("streams"), other = try open("streams-other")
         let writer = try startWorker("ack-loop", in: directory, suite: "streams", ["prefix": "w"])
         writer.expectLine(startingWith: "ack")

@@ -78,7 +78,7 @@ struct ObservationTests {
         withExtendedLifetime(tokens) {}
     }
 
-    @Test func aSequenceEndsWithTheErrorThatStopsItsChanges() async throws {
+    @Test(.onThreadsOfItsOwn) func aSequenceEndsWithTheErrorThatStopsItsChanges() async throws {
         let place = directory.file("going")
         let suite = try Suite(named: "going", directory: place)
         let changes = try suite.changes()
@@ -150,7 +150,7 @@ struct ObservationTests {
         withExtendedLifetime(tokens) {}
     }
 
-    @Test func leavingTheLoopEndsTheObservation() async throws {
+    @Test(.onThreadsOfItsOwn) func leavingTheLoopEndsTheObservation() async throws {
         let suite = try open()
         let changes = try suite.changes(forKeys: ["n"])
         let writer = Task {
@@ -167,7 +167,7 @@ struct ObservationTests {
         #expect(ObserverHub.of(suite.lease).count == 0, "the observation ended with the loop")
     }
 
-    @Test func cancellingTheTaskEndsTheObservation() async throws {
+    @Test(.onThreadsOfItsOwn) func cancellingTheTaskEndsTheObservation() async throws {
         let suite = try open()
         let changes = try suite.changes()
         let (ticks, tick) = AsyncStream.makeStream(of: Int.self)

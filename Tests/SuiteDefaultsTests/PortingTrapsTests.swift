@@ -118,7 +118,7 @@ struct PortingTrapsTests {
 }
 
 extension PortingTrapsTests {
-    @Test(.timeLimit(.minutes(1))) func theValuesOfAnOptionalKeyStoringDefaultsIncludeNil() async throws {
+    @Test(.onThreadsOfItsOwn, .timeLimit(.minutes(1))) func theValuesOfAnOptionalKeyStoringDefaultsIncludeNil() async throws {
         let suite = try open("optional-values")
         var values = try suite.values(for: .nickname, storingDefault: true).makeAsyncIterator()
         #expect(try await values.next() == .some(nil), "absent: nil first")

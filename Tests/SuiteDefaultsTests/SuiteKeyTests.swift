@@ -65,7 +65,7 @@ struct SuiteKeyTests {
         #expect(try suite.valueStoringDefault(for: .showsTips) == false)
     }
 
-    @Test func valuesGiveTheCurrentValueThenChangesOnce() async throws {
+    @Test(.onThreadsOfItsOwn) func valuesGiveTheCurrentValueThenChangesOnce() async throws {
         let suite = try open()
         var values = try suite.values(for: .theme).makeAsyncIterator()
         #expect(try await values.next() == .light, "the default, as nothing is stored")

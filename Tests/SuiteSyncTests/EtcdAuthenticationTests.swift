@@ -3,7 +3,7 @@ import SuiteSync
 import Testing
 import TestSupport
 
-@Suite("The etcd client authenticates with a user and password", .needsEtcd)
+@Suite("The etcd client authenticates with a user and password", .onThreadsOfItsOwn, .needsEtcd)
 struct EtcdAuthenticationTests {
     static let password = "s3cret-pässwörd-\(UInt32.random(in: 0...UInt32.max))"
 

@@ -3,7 +3,7 @@ import SuiteSync
 import Testing
 import TestSupport
 
-@Suite("The etcd client against one real etcd member", .needsEtcd)
+@Suite("The etcd client against one real etcd member", .onThreadsOfItsOwn, .needsEtcd)
 struct EtcdClientTests {
     @Test func binaryAndNonASCIIKeysAndValuesRoundTrip() async throws {
         let cluster = try await EtcdCluster.start()

@@ -3,7 +3,7 @@ import SuiteSync
 import Testing
 import TestSupport
 
-@Suite("The etcd client fails over between the members of a 3-member cluster", .needsEtcd, .serialized)
+@Suite("The etcd client fails over between the members of a 3-member cluster", .onThreadsOfItsOwn, .needsEtcd, .serialized)
 struct EtcdFailoverTests {
     @Test func aKilledMembersRequestsAndWatchGoToAnotherMember() async throws {
         let cluster = try await EtcdCluster.start(size: 3)

@@ -6,7 +6,7 @@ import TestSupport
 
 /// Replies no etcd sends, from a fake server on loopback: each is a typed error, in
 /// bounded time, and never a crash.
-@Suite("The etcd client treats every reply as hostile input")
+@Suite("The etcd client treats every reply as hostile input", .onThreadsOfItsOwn)
 struct EtcdHostileReplyTests {
     static let header = #"{"cluster_id":"1","member_id":"2","revision":"7","raft_term":"2"}"#
 
@@ -249,6 +249,19 @@ struct EtcdHostileReplyTests {
         default: "\(String(describing: outcome.error))"
         }
         #expect(kind == expected)
+    }
+
+    /// The deadlines here are wall-clock time: the suite's tasks must not wait behind
+    /// other suites' synchronous tests on the cooperative pool.
+    @Test func theseTestsTasksRunOnThreadsOfTheirOwn() async throws {
+        let resumedFromAnotherThread = await offThePool { 1 }
+        #expect(resumedFromAnotherThread == 1)
+        #expect(ThreadsOfItsOwnExecutor.runsTheCallingThread)
+        let inChildTask = await withTaskGroup(of: Bool.self) { group in
+            group.addTask { try? await Task.sleep(for: .milliseconds(1)); return ThreadsOfItsOwnExecutor.runsTheCallingThread }
+            return await group.next() ?? false
+        }
+        #expect(inChildTask)
     }
 
     @Test func aWatchThatIsNeverCreatedFailsInTimeAndACancelledOneEnds() async throws {

@@ -10,7 +10,7 @@ let openssl: String? = {
     return path.split(separator: ":").map { "\($0)/openssl" }.first { access($0, X_OK) == 0 }
 }()
 
-@Suite("The etcd client over https trusts exactly its CA file", .needsEtcd,
+@Suite("The etcd client over https trusts exactly its CA file", .onThreadsOfItsOwn, .needsEtcd,
        .enabled(if: openssl != nil, "openssl is not installed: the https test makes its certificates with it"))
 struct EtcdTLSTests {
     /// A CA and a server certificate for 127.0.0.1 signed by it, and a second CA that

@@ -8,7 +8,7 @@ import TestSupport
 /// `suite-sync` against an etcd that requires a user and password: the mirror works
 /// with `--user` and `--password-file`, refuses a wrong password with a typed error, and
 /// never prints the password.
-@Suite("suite-sync with etcd authentication", .needsEtcd, .serialized)
+@Suite("suite-sync with etcd authentication", .onThreadsOfItsOwn, .needsEtcd, .serialized)
 struct MirrorAuthenticationTests {
     static let prefix = "/suite-defaults/auth"
 

@@ -10,7 +10,7 @@ import TestSupport
 /// suite: a second `suite-sync` on the same state, a FIFO where the state goes, the
 /// longest suite name, an app stopped while it holds the suite's lock (also while a
 /// restarted `suite-sync` opens the suite and reads its journal).
-@Suite("suite-sync against hostile local conditions", .needsEtcd, .serialized)
+@Suite("suite-sync against hostile local conditions", .onThreadsOfItsOwn, .needsEtcd, .serialized)
 struct MirrorHostileTests {
     static let prefix = "/suite-defaults/hostile"
 

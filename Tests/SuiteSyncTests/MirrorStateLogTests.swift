@@ -9,7 +9,7 @@ import TestSupport
 /// The log that continues `suite-sync`'s state file (`NAME.suite.synclog-HASH`): a tail a
 /// kill left torn, garbage and other hostile files at its name, and its compaction into
 /// the state file, with real `suite-sync` processes and a real etcd.
-@Suite("suite-sync's state log", .needsEtcd, .serialized)
+@Suite("suite-sync's state log", .onThreadsOfItsOwn, .needsEtcd, .serialized)
 struct MirrorStateLogTests {
     static let prefix = "/suite-defaults/statelog"
 

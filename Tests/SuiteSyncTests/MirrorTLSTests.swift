@@ -9,7 +9,7 @@ import TestSupport
 /// that signed the server's certificate, two machines mirror each other; with another
 /// CA's file it syncs nothing and says the server was not trusted; with a file that is
 /// not there it stops with a usage-level error.
-@Suite("suite-sync over https trusts exactly --cacert", .needsEtcd, .serialized,
+@Suite("suite-sync over https trusts exactly --cacert", .onThreadsOfItsOwn, .needsEtcd, .serialized,
        .enabled(if: openssl != nil, "openssl is not installed: the https test makes its certificates with it"))
 struct MirrorTLSTests {
     static let prefix = "/suite-defaults/tls"

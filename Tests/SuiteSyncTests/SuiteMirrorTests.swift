@@ -8,7 +8,7 @@ import TestSupport
 
 /// `suite-sync` between "machines": each a suite directory of its own with its own
 /// `suite-sync` process, all mirroring one prefix of a real etcd.
-@Suite("suite-sync mirrors suites through etcd", .needsEtcd, .serialized)
+@Suite("suite-sync mirrors suites through etcd", .onThreadsOfItsOwn, .needsEtcd, .serialized)
 struct SuiteMirrorTests {
     static let prefix = "/suite-defaults/test"
 

@@ -37,7 +37,7 @@ struct SharedPreferenceTests {
         #expect(try UnitSystem.current(in: suite, environment: ["LANG": "fr_FR"]) == .metric)
     }
 
-    @Test func updatesGiveTheCurrentValueThenEveryChangeFromAnyProcess() async throws {
+    @Test(.onThreadsOfItsOwn) func updatesGiveTheCurrentValueThenEveryChangeFromAnyProcess() async throws {
         let suite = try open()
         let updates = try UnitSystem.updates(in: suite, environment: ["LANG": "en_US"])
         var iterator = updates.makeAsyncIterator()

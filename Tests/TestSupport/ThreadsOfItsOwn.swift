@@ -1,0 +1,66 @@
+import Foundation
+import Testing
+
+/// A task executor with threads of its own, for tests whose deadlines are wall-clock
+/// time: the cooperative pool has one thread per core (two on CI), and a synchronous test
+/// of another suite holds one for as long as it runs, so an async test's tasks could wait
+/// there for minutes between two steps and fail a deadline of 30 s that their work never
+/// came near (an etcd client test did, twice).
+public final class ThreadsOfItsOwnExecutor: TaskExecutor, @unchecked Sendable {
+    /// Shared by every test that asks: its threads live as long as the test process.
+    public static let shared = ThreadsOfItsOwnExecutor(threads: 4)
+
+    private let condition = NSCondition()
+    /// Guarded by `condition`.
+    private var jobs: [UnownedJob] = []
+
+    private init(threads: Int) {
+        for number in 0..<threads {
+            // Named from inside: a name given before start is lost on Linux, where the new
+            // thread takes its creator's.
+            Thread { [unowned self] in
+                Thread.current.name = "test-executor-\(number)"
+                self.runJobs()
+            }.start()
+        }
+    }
+
+    /// Whether the calling thread is one of this executor's (by its name).
+    public static var runsTheCallingThread: Bool {
+        Thread.current.name?.hasPrefix("test-executor-") == true
+    }
+
+    public func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        condition.lock()
+        jobs.append(job)
+        condition.signal()
+        condition.unlock()
+    }
+
+    private func runJobs() -> Never {
+        while true {
+            condition.lock()
+            while jobs.isEmpty { condition.wait() }
+            let job = jobs.removeFirst()
+            condition.unlock()
+            job.runSynchronously(on: asUnownedTaskExecutor())
+        }
+    }
+}
+
+/// Runs a test's tasks, and their child tasks, on `ThreadsOfItsOwnExecutor` rather than
+/// the cooperative pool. Unstructured tasks (`Task {}`) made inside do not follow.
+public struct ThreadsOfItsOwnTrait: SuiteTrait, TestTrait, TestScoping {
+    public var isRecursive: Bool { true }
+
+    public func provideScope(for test: Test, testCase: Test.Case?,
+                             performing function: @Sendable () async throws -> Void) async throws {
+        try await withTaskExecutorPreference(ThreadsOfItsOwnExecutor.shared) { try await function() }
+    }
+}
+
+extension Trait where Self == ThreadsOfItsOwnTrait {
+    /// Runs the test's tasks on threads of their own (see `ThreadsOfItsOwnExecutor`).
+    public static var onThreadsOfItsOwn: Self { ThreadsOfItsOwnTrait() }
+}
