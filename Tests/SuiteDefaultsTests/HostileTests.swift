@@ -539,7 +539,7 @@ struct HostileTests {
         let place = directory.file("sequence")
         #expect(mkdir(place.path, 0o700) == 0)
         let changes = try Suite.changesOfSuites(in: place)
-        let loop = Task { () -> SuiteError? in
+        let loop = Task(executorPreference: ThreadsOfItsOwnExecutor.shared) { () -> SuiteError? in
             do {
                 for try await _ in changes {}
             } catch {

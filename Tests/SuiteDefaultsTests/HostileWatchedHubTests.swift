@@ -112,7 +112,7 @@ struct HostileWatchedHubTests {
             var tasks: [Task<Void, Never>] = []
             for _ in 0..<4 {
                 let changes = try suite.changes()
-                tasks.append(Task { do { for try await _ in changes {} } catch {} })
+                tasks.append(Task(executorPreference: ThreadsOfItsOwnExecutor.shared) { do { for try await _ in changes {} } catch {} })
             }
             let first = try suite.changes()
             try suite.set(1, forKey: "k")

@@ -260,7 +260,7 @@ struct HostileWatcherThreadTests {
         let writer = try startWorker("ack-loop", in: directory, suite: "streams", ["prefix": "w"])
         writer.expectLine(startingWith: "ack")
         for round in 0..<30 {
-            let task = Task {
+            let task = Task(executorPreference: ThreadsOfItsOwnExecutor.shared) {
                 var count = 0
                 var last: UInt64 = 0
                 var inOrder = true

@@ -82,7 +82,7 @@ struct ObservationTests {
         let place = directory.file("going")
         let suite = try Suite(named: "going", directory: place)
         let changes = try suite.changes()
-        let loop = Task { () -> (Int, SuiteError?) in
+        let loop = Task(executorPreference: ThreadsOfItsOwnExecutor.shared) { () -> (Int, SuiteError?) in
             var seen = 0
             do {
                 for try await _ in changes { seen += 1 }
@@ -153,7 +153,7 @@ struct ObservationTests {
     @Test(.onThreadsOfItsOwn) func leavingTheLoopEndsTheObservation() async throws {
         let suite = try open()
         let changes = try suite.changes(forKeys: ["n"])
-        let writer = Task {
+        let writer = Task(executorPreference: ThreadsOfItsOwnExecutor.shared) {
             for value in 1...3 { try suite.set(value, forKey: "n") }
         }
         var seen: [SuiteValue?] = []
@@ -171,7 +171,7 @@ struct ObservationTests {
         let suite = try open()
         let changes = try suite.changes()
         let (ticks, tick) = AsyncStream.makeStream(of: Int.self)
-        let task = Task {
+        let task = Task(executorPreference: ThreadsOfItsOwnExecutor.shared) {
             var count = 0
             for try await _ in changes {
                 count += 1

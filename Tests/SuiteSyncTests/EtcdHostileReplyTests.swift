@@ -251,19 +251,6 @@ struct EtcdHostileReplyTests {
         #expect(kind == expected)
     }
 
-    /// The deadlines here are wall-clock time: the suite's tasks must not wait behind
-    /// other suites' synchronous tests on the cooperative pool.
-    @Test func theseTestsTasksRunOnThreadsOfTheirOwn() async throws {
-        let resumedFromAnotherThread = await offThePool { 1 }
-        #expect(resumedFromAnotherThread == 1)
-        #expect(ThreadsOfItsOwnExecutor.runsTheCallingThread)
-        let inChildTask = await withTaskGroup(of: Bool.self) { group in
-            group.addTask { try? await Task.sleep(for: .milliseconds(1)); return ThreadsOfItsOwnExecutor.runsTheCallingThread }
-            return await group.next() ?? false
-        }
-        #expect(inChildTask)
-    }
-
     @Test func aWatchThatIsNeverCreatedFailsInTimeAndACancelledOneEnds() async throws {
         let silent = try FakeHTTPServer { _ in [FakeHTTPServer.streamHead, .hang] }
         let error = try await within(.seconds(30), "the watch's failure") {
@@ -280,7 +267,7 @@ struct EtcdHostileReplyTests {
             [FakeHTTPServer.streamHead, FakeHTTPServer.chunk("{\"result\":{\"header\":\(Self.header),\"created\":true}}\n"), .hang]
         }
         let watch = try await client(of: quiet).watch(prefix: bytes("/w/"))
-        let iteration = Task { () -> Bool in
+        let iteration = Task(executorPreference: ThreadsOfItsOwnExecutor.shared) { () -> Bool in
             for try await _ in watch {}
             return true
         }

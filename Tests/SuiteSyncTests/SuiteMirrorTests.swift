@@ -316,7 +316,7 @@ struct SuiteMirrorTests {
 
         // The writer: keys w.0 ... w.19 on machine a, each write acknowledged when set returned.
         let stop = Locked(false)
-        let writer = Task.detached { () throws -> (count: Int, last: [String: Int]) in
+        let writer = Task.detached(executorPreference: ThreadsOfItsOwnExecutor.shared) { () throws -> (count: Int, last: [String: Int]) in
             let suite = try a.suite("s")
             var last: [String: Int] = [:]
             var count = 0

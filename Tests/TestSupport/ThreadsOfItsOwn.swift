@@ -50,7 +50,8 @@ public final class ThreadsOfItsOwnExecutor: TaskExecutor, @unchecked Sendable {
 }
 
 /// Runs a test's tasks, and their child tasks, on `ThreadsOfItsOwnExecutor` rather than
-/// the cooperative pool. Unstructured tasks (`Task {}`) made inside do not follow.
+/// the cooperative pool. Unstructured tasks made inside do not follow: they are made
+/// with `Task(executorPreference: ThreadsOfItsOwnExecutor.shared)`.
 public struct ThreadsOfItsOwnTrait: SuiteTrait, TestTrait, TestScoping {
     public var isRecursive: Bool { true }
 
