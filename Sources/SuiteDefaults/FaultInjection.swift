@@ -29,6 +29,9 @@ public enum SuiteFaultInjection {
         /// A repair's new file written under its temporary name and the damaged file
         /// kept aside under a name of its own, the new file not yet in place.
         case repairWritten
+        /// A compaction's new file written under its temporary name, before the old one
+        /// is linked as history.
+        case compactionNewFileWritten
     }
 
     private static let armed = Atomic<Int>(0)

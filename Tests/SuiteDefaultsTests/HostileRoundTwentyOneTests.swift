@@ -247,6 +247,23 @@ struct HostileRoundTwentyOneTests {
         return Array(bytes.prefix(DataFileHeader.size)).withUnsafeBytes { DataFileHeader.suiteTag(in: $0) }
     }
 
+    /// Each file of `directories`: its name, size, inode and the tag in its header
+    /// ("alpha", "beta", or the number), for a failure's message.
+    static func describeFiles(in directories: [URL]) -> String {
+        let tags: [UInt32: String] = [DataFileHeader.suiteTag(ofDataFileNamed: "alpha.suite"): "alpha",
+                                      DataFileHeader.suiteTag(ofDataFileNamed: "beta.suite"): "beta"]
+        return directories.map { directory in
+            let names = ((try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []).sorted()
+            return names.map { name in
+                let path = directory.appendingPathComponent(name).path
+                var status = stat()
+                guard lstat(path, &status) == 0 else { return name + " (gone)" }
+                let tag = name.contains(".lock") ? "" : " tag " + (tags[suiteTag(of: path)] ?? "\(suiteTag(of: path))")
+                return "\(name) \(status.st_size) bytes inode \(status.st_ino)\(tag)"
+            }.joined(separator: ", ")
+        }.joined(separator: " | ")
+    }
+
     /// Suites alpha (a = 1) and, unless `beta` is false, beta (b = 2); then a worker
     /// that sets alpha's k = "3" and compacts alpha, stopped (SIGSTOP) at the fault
     /// point `compactionWritten`, its new file written and not yet in place. SIGCONT
@@ -314,7 +331,11 @@ struct HostileRoundTwentyOneTests {
             acknowledged += acks.count
             #expect(Self.untypedErrors(writer).count == 0, "\(Self.untypedErrors(writer).prefix(3))")
             let lost = Self.missing(acks, in: union)
-            #expect(lost.count == 0, "\(lost.count) of \(acks.count) acknowledged commits in neither suite, first \(lost.prefix(3)); \(exchanges) exchanges")
+            #expect(lost.count == 0, """
+                \(lost.count) of \(acks.count) acknowledged commits in neither suite, first \(lost.prefix(3)); \(exchanges) exchanges; \
+                files: \(Self.describeFiles(in: [first.url] + (inOneDirectory ? [] : [second.url]))); \
+                diagnostics: \(writers.map { $0.standardError.split(separator: "\n").suffix(6) })
+                """)
             let own = acks.first.map { $0.writer.hasPrefix("alpha") ? alphaValues : betaValues } ?? [:]
             let strayed = Self.missing(acks.filter { $0.start > lastExchange }, in: own)
             #expect(strayed.count == 0, "\(strayed.count) commits begun after the last exchange not in their suite, first \(strayed.prefix(3))")

@@ -223,6 +223,7 @@ extension StoreState {
         // mirror's next commit.
         let keepsVersion2 = version2 || (try? dataFileVersion()) == 2
         let new = try files.writeNewDataFile(snapshot: snapshot, durable: durable, version2: keepsVersion2)
+        SuiteFaultInjection.reach(.compactionNewFileWritten)
         let kept = historyLimit > 0 && keepAsHistory(endingAt: contents.lastSequence)
         let generation = view.generation
         header.committerPID = ProcessIdentity.id

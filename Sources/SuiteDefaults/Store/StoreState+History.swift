@@ -11,9 +11,13 @@
 /// changes.
 extension StoreState {
     /// Links the current data file to its history name; false when it was not kept
-    /// (a file with that name exists: no commit since it was kept).
+    /// (a file with that name exists: no commit since it was kept; or no /proc).
     func keepAsHistory(endingAt sequence: UInt64) -> Bool {
-        (try? files.directory.link(files.dataName, to: files.historyName(endingAt: sequence))) != nil
+        // The file this process writes, by its descriptor: the data file's name may
+        // lead to another file by now (another suite's, the two exchanged), whose
+        // history this is not.
+        guard let dataFile else { return false }
+        return (try? files.directory.link(dataFile, to: files.historyName(endingAt: sequence))) != nil
     }
 
     /// Removes the oldest history files beyond `limit` bytes in all.
@@ -140,14 +144,15 @@ extension StoreState {
     }
 
     /// The records of one history file, if it is a regular file of ours whose header
-    /// verifies (read first, before anything large), within the size limit, and every
-    /// record verifies.
+    /// verifies (read first, before anything large) and carries no other suite's tag
+    /// (another suite's file given the name is not this suite's history), within the
+    /// size limit, and every record verifies.
     private func readHistoryFile(_ name: String) -> [Record]? {
         guard let descriptor = try? files.open(name, .readOnly) else { return nil }
         defer { descriptor.close() }
         guard let status = try? files.checkFile(descriptor, name: name), status.size <= FormatLimits.maximumFileSize,
               let header = try? descriptor.read(count: DataFileHeader.size, at: 0),
-              case .valid = header.withUnsafeBytes({ DataFileHeader.decode($0) }),
+              case .valid = header.withUnsafeBytes({ DataFileHeader.decode($0) }), !files.isAnotherSuites(header: header),
               let bytes = try? descriptor.read(count: status.size, at: 0), bytes.count == status.size
         else { return nil }
         return Self.records(in: bytes, from: DataFileHeader.size, after: nil)

@@ -434,7 +434,7 @@ struct SuiteFiles {
 
     /// Whether `header`, the first bytes of a data file, verifies and carries another
     /// suite's tag (neither 0, any suite's, nor this suite's).
-    private func isAnotherSuites(header: [UInt8]) -> Bool {
+    func isAnotherSuites(header: [UInt8]) -> Bool {
         header.withUnsafeBytes { buffer in
             guard case .valid = DataFileHeader.decode(buffer) else { return false }
             let tag = DataFileHeader.suiteTag(in: buffer)

@@ -66,6 +66,16 @@ package final class DirectoryHandle: Sendable {
         }
     }
 
+    /// Gives the file open as `file` a name `to` in this directory, whatever name leads
+    /// to it now (`linkat` of /proc/self/fd/N with AT_SYMLINK_FOLLOW, which needs no
+    /// privilege, unlike AT_EMPTY_PATH); fails with EEXIST rather than replace, and
+    /// with ENOENT where /proc is not mounted or the file has no name left.
+    func link(_ file: FileDescriptor, to: String) throws {
+        _ = try retryingInterrupts("linkat", path: pathOf(to)) {
+            linkat(AT_FDCWD, "/proc/self/fd/\(file.rawValue)", descriptor.rawValue, to, AT_SYMLINK_FOLLOW)
+        }
+    }
+
     /// Atomically replaces `to` with `from` (rename(2)).
     func rename(_ from: String, to: String) throws {
         _ = try retryingInterrupts("renameat", path: pathOf(to)) {
