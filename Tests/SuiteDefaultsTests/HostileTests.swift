@@ -480,6 +480,15 @@ struct HostileTests {
         let place = directory.file("busy")
         let path = place.standardizedFileURL.path
         var suite: Suite? = try Suite(named: "busy", directory: place)
+        // A listener of another directory: with the reading paused for the blocked
+        // callback below, it is the one the reading must go on for (the thread standing
+        // by reads); with no one else observed, the reading waits for the callback, and
+        // the removal would be read only after it (the test passed alone never, and in a
+        // full run only while other tests' observations happened to be running).
+        let elsewhere = directory.file("elsewhere")
+        try FileManager.default.createDirectory(at: elsewhere, withIntermediateDirectories: true)
+        let bystander = try Suite.observeSuites(in: elsewhere) { _ in }
+        defer { bystander.cancel() }
         let entered = DispatchSemaphore(value: 0), release = DispatchSemaphore(value: 0)
         // Keeps the observers' queue busy, so that the move to the new directory waits.
         let token = try suite!.observe { change in
