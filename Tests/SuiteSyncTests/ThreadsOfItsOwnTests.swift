@@ -12,12 +12,12 @@ struct ThreadsOfItsOwnTests {
     @Test func theTestsTasksAndChildTasksRunThere() async {
         let resumedFromAnotherThread = await offThePool { 1 }
         #expect(resumedFromAnotherThread == 1)
-        #expect(ThreadsOfItsOwnExecutor.runsTheCallingThread)
-        let inChildTask = await withTaskGroup(of: Bool.self) { group in
-            group.addTask { try? await Task.sleep(for: .milliseconds(1)); return ThreadsOfItsOwnExecutor.runsTheCallingThread }
-            return await group.next() ?? false
+        #expect(ThreadsOfItsOwnExecutor.runsTheCallingThread, "\(ThreadsOfItsOwnExecutor.callingThreadName)")
+        let inChildTask = await withTaskGroup(of: String.self) { group in
+            group.addTask { try? await Task.sleep(for: .milliseconds(1)); return ThreadsOfItsOwnExecutor.callingThreadName }
+            return await group.next() ?? "no child task"
         }
-        #expect(inChildTask)
+        #expect(inChildTask.hasPrefix("test-executor-"), "\(inChildTask)")
         let inUnstructuredTask = await Task(executorPreference: ThreadsOfItsOwnExecutor.shared) {
             ThreadsOfItsOwnExecutor.runsTheCallingThread
         }.value

@@ -8,7 +8,10 @@ import Testing
 /// came near (an etcd client test did, twice).
 public final class ThreadsOfItsOwnExecutor: TaskExecutor, @unchecked Sendable {
     /// Shared by every test that asks: its threads live as long as the test process.
-    public static let shared = ThreadsOfItsOwnExecutor(threads: 4)
+    /// Sixteen, since an async test that blocks in a synchronous call holds one, and the
+    /// suites that take the trait run side by side (with 4, a test of CI's full run
+    /// waited 83 s).
+    public static let shared = ThreadsOfItsOwnExecutor(threads: 16)
 
     private let condition = NSCondition()
     /// Guarded by `condition`.
@@ -27,7 +30,12 @@ public final class ThreadsOfItsOwnExecutor: TaskExecutor, @unchecked Sendable {
 
     /// Whether the calling thread is one of this executor's (by its name).
     public static var runsTheCallingThread: Bool {
-        Thread.current.name?.hasPrefix("test-executor-") == true
+        callingThreadName.hasPrefix("test-executor-")
+    }
+
+    /// The calling thread's name, for a failure's message.
+    public static var callingThreadName: String {
+        Thread.current.name ?? "a thread without a name"
     }
 
     public func enqueue(_ job: consuming ExecutorJob) {
