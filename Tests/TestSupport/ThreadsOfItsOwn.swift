@@ -9,13 +9,16 @@ import Testing
 public final class ThreadsOfItsOwnExecutor: TaskExecutor, @unchecked Sendable {
     /// Shared by every test that asks: its threads live as long as the test process.
     /// Sixteen, since an async test that blocks in a synchronous call holds one, and the
-    /// suites that take the trait run side by side (with 4, a test of CI's full run
-    /// waited 83 s).
+    /// suites that take the trait run side by side.
     public static let shared = ThreadsOfItsOwnExecutor(threads: 16)
 
     private let condition = NSCondition()
     /// Guarded by `condition`.
     private var jobs: [UnownedJob] = []
+    /// The threads' identities (`pthread_self`), guarded by `condition`: a thread's name
+    /// is no proof, since Foundation on Linux may report the name a new thread took
+    /// from its creator.
+    private var threads: [pthread_t] = []
 
     private init(threads: Int) {
         for number in 0..<threads {
@@ -23,14 +26,19 @@ public final class ThreadsOfItsOwnExecutor: TaskExecutor, @unchecked Sendable {
             // thread takes its creator's.
             Thread { [unowned self] in
                 Thread.current.name = "test-executor-\(number)"
+                self.condition.lock()
+                self.threads.append(pthread_self())
+                self.condition.unlock()
                 self.runJobs()
             }.start()
         }
     }
 
-    /// Whether the calling thread is one of this executor's (by its name).
+    /// Whether the calling thread is one of this executor's.
     public static var runsTheCallingThread: Bool {
-        callingThreadName.hasPrefix("test-executor-")
+        shared.condition.lock()
+        defer { shared.condition.unlock() }
+        return shared.threads.contains { pthread_equal($0, pthread_self()) != 0 }
     }
 
     /// The calling thread's name, for a failure's message.
