@@ -43,7 +43,7 @@ package struct FileStatus: Equatable, Sendable {
     }
 
     /// Whether `other` is the status of the same file (device and inode).
-    func isSameFile(as other: FileStatus) -> Bool { device == other.device && inode == other.inode }
+    package func isSameFile(as other: FileStatus) -> Bool { device == other.device && inode == other.inode }
 
     package var isRegularFile: Bool { mode & UInt32(S_IFMT) == UInt32(S_IFREG) }
     var isDirectory: Bool { mode & UInt32(S_IFMT) == UInt32(S_IFDIR) }

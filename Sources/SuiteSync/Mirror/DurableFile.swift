@@ -188,7 +188,7 @@ final class DurableFile {
         } catch {
             throw Self.failure("inspect", path, error)
         }
-        return current.device == mine.device && current.inode == mine.inode
+        return current.isSameFile(as: mine)
     }
 
     /// Syncs the directory holding `path`, so that a rename into it survives a crash.
