@@ -32,6 +32,11 @@ public enum SuiteFaultInjection {
         /// A compaction's new file written under its temporary name, before the old one
         /// is linked as history.
         case compactionNewFileWritten
+        /// A compaction's or repair's replacement of the data file: the data file's name
+        /// found leading to the file it replaces, the names not yet exchanged.
+        case replacementChecked
+        /// The same replacement's names exchanged, what came out not yet checked.
+        case replacementExchanged
     }
 
     private static let armed = Atomic<Int>(0)

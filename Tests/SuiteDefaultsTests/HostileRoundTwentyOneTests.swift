@@ -191,8 +191,9 @@ struct HostileRoundTwentyOneTests {
         try exchangeAttack(lockFiles: false, inOneDirectory: inOneDirectory, writersPerSuite: 1)
     }
 
-    /// A compaction of alpha, stopped after its new file is written (the fault point
-    /// `compactionWritten`); alpha's and beta's data files exchanged then; the
+    /// A compaction of alpha, stopped after its new file is written and alpha's name
+    /// found leading to alpha's file (the fault point `replacementChecked`, just before
+    /// the names are exchanged); alpha's and beta's data files exchanged then; the
     /// compaction let go on. What must hold: the compaction does not put its file in
     /// place of beta's, which then has alpha's name (it is refused with `.foreignFile`
     /// and the file left where it is); once the files are exchanged back, each suite
@@ -200,7 +201,7 @@ struct HostileRoundTwentyOneTests {
     /// compaction renames its file over the name (beta's contents are lost).
     @Test func aCompactionDoesNotReplaceAnotherSuitesFileGivenItsName() throws {
         let directory = TemporaryDirectory()
-        let worker = try Self.compactionStoppedBeforeItsFileIsInPlace(in: directory)
+        let worker = try Self.compactionStoppedBeforeItsFileIsInPlace(in: directory, at: "replacementChecked")
         defer { _ = worker.kill() }
         Self.exchangeDataFilesWhileStopped(worker, in: directory, refusing: "the compaction")
         let alphaNow = try Self.dump("alpha", at: directory.url), betaNow = try Self.dump("beta", at: directory.url)
@@ -209,9 +210,10 @@ struct HostileRoundTwentyOneTests {
         #expect(betaNow.values == ["b": 2], "beta: \(betaNow)")
     }
 
-    /// A repair of alpha's damaged data file, stopped after its new file is written and
-    /// the damaged one kept aside (the fault point `repairWritten`); alpha's and beta's
-    /// data files exchanged then; the repair let go on. What must hold, as for a
+    /// A repair of alpha's damaged data file, stopped after its new file is written, the
+    /// damaged one kept aside and alpha's name found leading to it (the fault point
+    /// `replacementChecked`); alpha's and beta's data files exchanged then; the repair
+    /// let go on. What must hold, as for a
     /// compaction: the repair does not put its file in place of beta's, which then has
     /// alpha's name (refused with `.foreignFile`, the exchange undone); once the files
     /// are exchanged back, beta holds what it held, and alpha is repaired at its next
@@ -219,7 +221,7 @@ struct HostileRoundTwentyOneTests {
     /// name (beta's only file is then gone).
     @Test func aRepairDoesNotReplaceAnotherSuitesFileGivenItsName() throws {
         let directory = TemporaryDirectory()
-        let worker = try HostileRoundTwentyThreeTests.repairStopped(in: directory)
+        let worker = try HostileRoundTwentyThreeTests.repairStopped(in: directory, at: "replacementChecked")
         defer { _ = worker.kill() }
         Self.exchangeDataFilesWhileStopped(worker, in: directory, refusing: "the repair")
         let betaNow = try Self.dump("beta", at: directory.url), alphaNow = try Self.dump("alpha", at: directory.url)
@@ -266,15 +268,18 @@ struct HostileRoundTwentyOneTests {
 
     /// Suites alpha (a = 1) and, unless `beta` is false, beta (b = 2); then a worker
     /// that sets alpha's k = "3" and compacts alpha, stopped (SIGSTOP) at the fault
-    /// point `compactionWritten`, its new file written and not yet in place. SIGCONT
-    /// lets it go on; it says "finished" or how the compaction failed.
+    /// point `point`: `compactionWritten`, its new file written and not yet in place,
+    /// or `replacementChecked`, the data file's name found leading to alpha's file just
+    /// before the names are exchanged. SIGCONT lets it go on; it says "finished" or how
+    /// the compaction failed.
     static func compactionStoppedBeforeItsFileIsInPlace(in directory: TemporaryDirectory, beta: Bool = true,
+                                                        at point: String = "compactionWritten",
                                                         sourceLocation: SourceLocation = #_sourceLocation) throws -> ChildProcess {
         try Suite(named: "alpha", directory: directory.url).set(1, forKey: "a")
         if beta { try Suite(named: "beta", directory: directory.url).set(2, forKey: "b") }
         let worker = try startWorker("pause", at: directory.url, suite: "alpha",
-                                     ["point": "compactionWritten", "compact": "yes", "key": "k", "value": "3", "resume": "yes"])
-        worker.expectLine(startingWith: "paused compactionWritten", sourceLocation: sourceLocation)
+                                     ["point": point, "compact": "yes", "key": "k", "value": "3", "resume": "yes"])
+        worker.expectLine(startingWith: "paused \(point)", sourceLocation: sourceLocation)
         #expect(waitUntilStopped(worker), sourceLocation: sourceLocation)
         return worker
     }

@@ -27,20 +27,22 @@ struct HostileRoundTwentyThreeTests {
     /// Alpha (a = 1, x = a string, y = 8) and beta (b = 2); a worker that sets alpha's
     /// k = "3", started (`pause --wait`), then alpha's x record damaged and the shared
     /// header's magic zeroed, so that the worker's write begins with a repair; the
-    /// worker is returned stopped (SIGSTOP) at `repairWritten`: its new file written
-    /// under `alpha.suite.tmp.PID.HEX`, the damaged file linked aside as
-    /// `alpha.suite.damaged-…`. SIGCONT lets it go on; it then says "finished" or
-    /// "error CODE errno N".
-    static func repairStopped(in directory: TemporaryDirectory, beta: Bool = true, options extra: [String: String] = [:],
+    /// worker is returned stopped (SIGSTOP) at `point`: `repairWritten`, its new file
+    /// written under `alpha.suite.tmp.PID.HEX`, the damaged file linked aside as
+    /// `alpha.suite.damaged-…`; or `replacementChecked`, later, the data file's name
+    /// found leading to the damaged file just before the names are exchanged. SIGCONT
+    /// lets it go on; it then says "finished" or "error CODE errno N".
+    static func repairStopped(in directory: TemporaryDirectory, beta: Bool = true, at point: String = "repairWritten",
+                              options extra: [String: String] = [:],
                               sourceLocation: SourceLocation = #_sourceLocation) throws -> ChildProcess {
         try makeAlphaAndBeta(in: directory, beta: beta)
         let worker = try startWorker("pause", at: directory.url, suite: "alpha",
-                                     ["point": "repairWritten", "key": "k", "value": "3", "resume": "yes", "wait": "yes"]
+                                     ["point": point, "key": "k", "value": "3", "resume": "yes", "wait": "yes"]
                                         .merging(extra) { _, new in new })
         worker.expectLine(startingWith: "ready", sourceLocation: sourceLocation)
         try damageAlpha(in: directory, sourceLocation: sourceLocation)
         worker.send("go\n")
-        worker.expectLine(startingWith: "paused repairWritten", sourceLocation: sourceLocation)
+        worker.expectLine(startingWith: "paused \(point)", sourceLocation: sourceLocation)
         #expect(R21.waitUntilStopped(worker), sourceLocation: sourceLocation)
         return worker
     }

@@ -145,7 +145,7 @@ struct HostileRoundTwentyTwoTests {
 
     // MARK: 3 and 4. A compaction's undoing that fails, or is cut short
 
-    /// Starts `pause --point compactionWritten --compact yes --resume yes` for alpha
+    /// Starts `pause --point replacementChecked --compact yes --resume yes` for alpha
     /// under strace, which makes the process's second renameat2 (the compaction's
     /// undoing; the first is its exchange) fail with `injection` (e.g. "error=EIO",
     /// "signal=SIGKILL"); returns strace's process and the worker's pid once the
@@ -154,9 +154,9 @@ struct HostileRoundTwentyTwoTests {
         let arguments = ["-f", "-qq", "-o", "/dev/null", "-e", "trace=renameat2",
                          "-e", injection == "none" ? "inject=renameat2:error=EIO:when=9" : "inject=renameat2:\(injection):when=2",
                          Products.path("suite-test-worker"), "pause", "--dir", directory.path, "--suite", "alpha",
-                         "--compact", "yes", "--key", "k", "--point", "compactionWritten", "--resume", "yes", "--value", "3"]
+                         "--compact", "yes", "--key", "k", "--point", "replacementChecked", "--resume", "yes", "--value", "3"]
         let strace = try ChildProcess(executable: "/usr/bin/strace", arguments: arguments)
-        strace.expectLine(startingWith: "paused compactionWritten")
+        strace.expectLine(startingWith: "paused replacementChecked")
         let children = (try? String(contentsOfFile: "/proc/\(strace.pid)/task/\(strace.pid)/children", encoding: .utf8)) ?? ""
         let worker = children.split(separator: " ").first.flatMap { pid_t($0) }
         let deadline = ContinuousClock.now + .seconds(60)
@@ -164,8 +164,9 @@ struct HostileRoundTwentyTwoTests {
         return (strace, worker)
     }
 
-    /// Alpha's compaction stopped at `compactionWritten`; alpha's and beta's data files
-    /// exchanged (as round twenty-one's `aCompactionDoesNotReplaceAnotherSuitesFileGivenItsName`);
+    /// Alpha's compaction stopped at `replacementChecked` (alpha's name found leading to
+    /// its file, the names not yet exchanged); alpha's and beta's data files exchanged
+    /// (as round twenty-one's `aCompactionDoesNotReplaceAnotherSuitesFileGivenItsName`);
     /// the compaction let go on, its exchange done, its check finding beta's file under
     /// its temporary name, and its undoing (the second renameat2) failing (strace
     /// injects EIO, standing for any failure of that call), or the process killed at
@@ -234,7 +235,8 @@ struct HostileRoundTwentyTwoTests {
 
     // MARK: 5. The data file's name given to something else at the compaction's point
 
-    /// Alpha's compaction stopped at `compactionWritten`; its data file moved away
+    /// Alpha's compaction stopped at `replacementChecked` (alpha's name found leading
+    /// to its file, the names not yet exchanged); its data file moved away
     /// (`alpha.moved`) and its name given to a directory, a FIFO, or a symbolic link
     /// to the moved file; the compaction let go on. What must hold: the compaction
     /// ends (no hang) with `.foreignFile` (a symbolic link: `.foreignFile`, or done);
@@ -245,7 +247,7 @@ struct HostileRoundTwentyTwoTests {
     @Test(arguments: ["directory", "fifo", "symlink"])
     func theDataFileNameGivenToSomethingElseAtTheCompactionsPoint(kind: String) throws {
         let directory = TemporaryDirectory()
-        let worker = try R21.compactionStoppedBeforeItsFileIsInPlace(in: directory, beta: false)
+        let worker = try R21.compactionStoppedBeforeItsFileIsInPlace(in: directory, beta: false, at: "replacementChecked")
         defer { _ = worker.kill() }
         let alpha = directory.file("alpha.suite").path, moved = directory.file("alpha.moved").path
         #expect(rename(alpha, moved) == 0)

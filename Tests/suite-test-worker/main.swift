@@ -202,16 +202,19 @@ case "invariant-reader":
     Output.line("reads \(reading.reads) torn \(reading.torn) regressions \(reading.regressions) last \(reading.last)")
 
 case "pause":
-    // Arms a fault-injection point, then writes KEY = VALUE; at the point it reports
-    // and waits to be killed.
-    guard let point = SuiteFaultInjection.Point.allCases.first(where: { "\($0)" == option("point") }) else {
-        fail("unknown point")
+    // Arms fault-injection points (POINT, or several: "a,b"), then writes KEY = VALUE;
+    // at a point it reports and waits to be killed.
+    let points = option("point").split(separator: ",").map { name in
+        SuiteFaultInjection.Point.allCases.first { "\($0)" == name }
     }
+    guard !points.isEmpty, !points.contains(where: { $0 == nil }) else { fail("unknown point") }
     let resumes = value("resume") != nil
-    SuiteFaultInjection.arm(point) { reached in
-        Output.line("paused \(reached)")
-        // With --resume, it stops itself, and goes on at SIGCONT.
-        if resumes { raise(SIGSTOP) } else { forever() }
+    for case let point? in points {
+        SuiteFaultInjection.arm(point) { reached in
+            Output.line("paused \(reached)")
+            // With --resume, it stops itself, and goes on at SIGCONT.
+            if resumes { raise(SIGSTOP) } else { forever() }
+        }
     }
     if value("wait") != nil {
         // Opened and armed: the test changes the files now, then sends a line.

@@ -282,6 +282,13 @@ extension StoreState {
                                  message: "Another file took the suite file's name, or the new file's temporary name, while the suite was being \(doing) (the suite's file exchanged with another suite's or renamed away, or another file given the temporary name); nothing was put in place, and that file was left where it is. Writes to it are refused until the suite's own file is back under its name.")
         guard files.name(temporaryName, leadsTo: placed) else { throw refusal }
         guard let ours else { return try files.directory.rename(temporaryName, to: files.dataName) }
+        // Another file under the suite's name is refused before anything moves: an
+        // exchange undone afterwards can meet other exchanges of the names, and two
+        // suites' compactions undone that way scattered their files over each other's
+        // temporary names (one suite's only copy lost). Nothing under the name is
+        // nobody's file, and goes on as before.
+        if let there = (try? files.directory.status(of: files.dataName)) ?? nil, !there.isSameFile(as: ours) { throw refusal }
+        SuiteFaultInjection.reach(.replacementChecked)
         defer { files.removeName(temporaryName, leadingTo: ours) }
         do {
             try files.directory.exchange(temporaryName, with: files.dataName)
@@ -291,6 +298,7 @@ extension StoreState {
             try files.directory.rename(temporaryName, to: files.dataName)
             return
         }
+        SuiteFaultInjection.reach(.replacementExchanged)
         guard files.name(temporaryName, leadsTo: ours), history.map({ files.name($0, leadsTo: ours) }) ?? true else {
             do {
                 try files.directory.exchange(temporaryName, with: files.dataName)
@@ -298,6 +306,14 @@ extension StoreState {
                 // The name could not be given back: what the temporary name holds is
                 // not this suite's to remove, so it is given a name of its own.
                 _ = try? keepAside(temporaryName)
+            }
+            // Undone, the temporary name holds what the suite's name led to by then:
+            // this suite's own file, when another exchange brought it back there
+            // meanwhile. No other name of the suite may lead to it any more, so it is
+            // kept aside rather than removed with the temporary name.
+            if files.name(temporaryName, leadsTo: ours), let aside = try? keepAside(temporaryName) {
+                throw SuiteError(.foreignFile, suite: suite, path: files.dataPath,
+                                 message: refusal.message + " The suite's own file was found off its name and kept as \(aside).")
             }
             throw refusal
         }
