@@ -487,8 +487,10 @@ struct HostileRoundTwentyOneTests {
 
     // MARK: 6. Many threads, several suites, lock files deleted in a loop
 
-    /// One process, 8 threads on 3 suites (lock timeout 300 ms), 400 commits each,
-    /// while this process deletes the three lock files in a loop. What must hold: the
+    /// One process, 8 threads on 3 suites (lock timeout 300 ms), 400 commits each and
+    /// more until this process has deleted the three lock files 300 times in a loop
+    /// (a count of commits alone ended before 100 deletions once, under load), and the
+    /// deletions going on until the worker ends. What must hold: the
     /// worker ends within 120 s (no hang, no crash); every acknowledged commit is read
     /// by a new process; every failure is a typed error (a few commits fail with
     /// `.ioFailure` or `.lockTimeout`). Holds; fails (up to 5% of the commits lost)
@@ -499,19 +501,24 @@ struct HostileRoundTwentyOneTests {
         let names = ["s0", "s1", "s2"]
         let worker = try startWorker("hostile21", in: directory, suite: "s0",
                                      ["scenario": "threads", "suites": names.joined(separator: ","), "threads": "8",
-                                      "count": "400", "lock-timeout-ms": "300"])
+                                      "count": "400", "until-told": "yes", "lock-timeout-ms": "300"])
         defer { _ = worker.kill() }
         // Opened first: an open that meets the deletions may time out (`.lockTimeout`,
         // typed), which would leave nothing to attack.
         worker.expectLine(startingWith: "opened")
         let deadline = ContinuousClock.now + .seconds(120)
         let paths = names.map { directory.file($0 + ".suite.lock").path }
-        var deletions = 0, rounds = 0
+        var deletions = 0, rounds = 0, told = false
         while ContinuousClock.now < deadline {
             rounds += 1
+            if !told && deletions >= 300 {
+                worker.send("stop\n")
+                told = true
+            }
             if rounds % 64 == 0, worker.lines.last?.hasPrefix("done") == true || worker.state == nil { break }
             for path in paths where unlink(path) == 0 { deletions += 1 }
         }
+        if !told { worker.send("stop\n") }
         #expect(worker.lines.contains { $0.hasPrefix("done") }, "no end within 120 s: \(worker.lines.suffix(3)); \(worker.standardError.suffix(500))")
         worker.expectSuccess(within: .seconds(30))
         #expect(Self.untypedErrors(worker).count == 0, "\(Self.untypedErrors(worker).prefix(3))")

@@ -8,6 +8,7 @@
 import ChildProcess
 import Foundation
 import Glibc
+import Synchronization
 @_spi(Testing) import SuiteDefaults
 import TestRecorders
 import ToolSupport
@@ -28,7 +29,7 @@ let syntax = CommandLineSyntax(
         .value("--key2", "KEY", help: "hostile-check: the key written"),
         .value("--value", "VALUE", help: "the value written"),
         .value("--at-least", "V", help: "invariant-reader: a version below V is a regression"),
-        .value("--point", "POINT", help: "pause: the fault-injection point"),
+        .value("--point", "POINT", help: "pause: the fault-injection point, or several: \"a,b\""),
         .value("--compact", "ANY", help: "pause: compact after the write"),
         .value("--resume", "ANY", help: "pause: stop (SIGSTOP) and go on at SIGCONT instead of waiting to be killed"),
         .value("--wait", "ANY", help: "pause: say \"ready\" once the suite is open, and write only after a line on standard input"),
@@ -45,6 +46,7 @@ let syntax = CommandLineSyntax(
         .value("--other-dir", "DIR", help: "hostile20: a second directory"),
         .value("--suites", "A,B,...", help: "hostile21 threads: the suites written; order-reader: the writers read"),
         .value("--pause-us", "US", help: "hostile21 write: microseconds between commits"),
+        .value("--until-told", "ANY", help: "hostile21 threads: go on after COUNT until a line on standard input"),
         .value("--then", "ACTION", help: "without-inotify: set (KEY = VALUE, three times more) or hold (the lock); clobber-inotify: none, close, devnull, inotify or pipe; forked fionread: devnull or emptyFile"),
     ]
 )
@@ -981,9 +983,18 @@ case "hostile21":
         Output.line("done")
     case "threads":
         // THREADS threads; thread t commits COUNT times to suite t % n of SUITES as
-        // writer "tT", each through its own Suite instance; "done" at the end.
+        // writer "tT", each through its own Suite instance; "done" at the end. With
+        // --until-told, each goes on after COUNT until a line comes on standard input.
         let names = option("suites").split(separator: ",").map(String.init)
         let threads = number("threads")
+        final class Told: Sendable { let value = Mutex(false) }
+        let told = Told(), untilTold = value("until-told") != nil
+        if untilTold {
+            Thread {
+                inputLines.wait()
+                told.value.withLock { $0 = true }
+            }.start()
+        }
         var threadOptions = Suite.Options()
         threadOptions.lockTimeout = .milliseconds(value("lock-timeout-ms").flatMap(Int.init) ?? 2000)
         let lockOptions = threadOptions, directory = URL(fileURLWithPath: option("dir"))
@@ -997,7 +1008,11 @@ case "hostile21":
                     Output.line("err t\(thread) open")
                     return
                 }
-                for index in 0..<count { commit(store, "t\(thread)", index) }
+                var index = 0
+                while index < count || (untilTold && !told.value.withLock { $0 }) {
+                    commit(store, "t\(thread)", index)
+                    index += 1
+                }
             }.start()
         }
         finished.wait()
