@@ -261,9 +261,12 @@ extension StoreState {
     /// replace whatever the name leads to by then, such as another suite's file given
     /// this suite's name (the two exchanged), which that suite's writer may still
     /// append to.
-    /// The names are exchanged, and the file that comes out is checked: when it is not
-    /// `ours`, the exchange is undone and the change refused (`.foreignFile`). Where the
-    /// file system cannot exchange names, a rename; with no `ours` to check, too.
+    /// The suite's name must lead to `ours` (or to nothing) first, else the change is
+    /// refused (`.foreignFile`) before anything moves. Then the names are exchanged,
+    /// and the file that comes out is checked: when it is not `ours`, the exchange is
+    /// undone and the change refused, and `ours`, if the undoing brought it under the
+    /// temporary name, is kept aside (`keepAside`). Where the file system cannot
+    /// exchange names, a rename; with no `ours` to check, too.
     /// `history` is a name that should keep the old file, checked the same way. Before
     /// the exchange, the temporary name must lead to `new` itself: it may have been
     /// given to another file meanwhile (another suite's renamed over it, a directory),
@@ -285,8 +288,8 @@ extension StoreState {
         // Another file under the suite's name is refused before anything moves: an
         // exchange undone afterwards can meet other exchanges of the names, and two
         // suites' compactions undone that way scattered their files over each other's
-        // temporary names (one suite's only copy lost). Nothing under the name is
-        // nobody's file, and goes on as before.
+        // temporary names (one suite's only copy lost). A name that leads to nothing
+        // replaces nobody's file: that replacement goes on.
         if let there = (try? files.directory.status(of: files.dataName)) ?? nil, !there.isSameFile(as: ours) { throw refusal }
         SuiteFaultInjection.reach(.replacementChecked)
         defer { files.removeName(temporaryName, leadingTo: ours) }
