@@ -35,6 +35,7 @@ let syntax = CommandLineSyntax(
         .value("--wait", "ANY", help: "pause: say \"ready\" once the suite is open, and write only after a line on standard input"),
         .value("--system", "SYSTEM", help: "units-set: metric or imperial"),
         .value("--lock-timeout-ms", "MS", help: "the suite's lock timeout"),
+        .value("--history-bytes", "BYTES", help: "the suite's changeHistorySize (0: no history files kept)"),
         .value("--report-waiting", "ANY", help: "say \"waiting for the lock\" when a write waits for it"),
         .value("--file-size-limit-strict", "BYTES", help: "RLIMIT_FSIZE, with SIGXFSZ's default action (death)"),
         .value("--as-uid", "UID", help: "become this user first"),
@@ -150,6 +151,7 @@ do {
     var suiteOptions = Suite.Options()
     if let slack = value("compaction-slack").flatMap(Int.init) { suiteOptions.compactionSlack = slack }
     if let timeout = value("lock-timeout-ms").flatMap(Int.init) { suiteOptions.lockTimeout = .milliseconds(timeout) }
+    if let history = value("history-bytes").flatMap(Int.init) { suiteOptions.changeHistorySize = history }
     suite = try Suite(named: option("suite"), directory: URL(fileURLWithPath: option("dir")), options: suiteOptions)
 } catch {
     Output.line(errorReport(error))

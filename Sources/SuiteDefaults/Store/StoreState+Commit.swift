@@ -265,17 +265,19 @@ extension StoreState {
     /// refused (`.foreignFile`) before anything moves. Then the names are exchanged,
     /// and the file that comes out is checked: when it is not `ours`, the exchange is
     /// undone and the change refused, and `ours`, if the undoing brought it under the
-    /// temporary name, is kept aside (`keepAside`). Where the file system cannot
+    /// temporary name, is kept aside (`keepAside`; left under that name when no name is
+    /// free for it). Where the file system cannot
     /// exchange names, a rename; with no `ours` to check, too.
     /// `history` is a name that should keep the old file, checked the same way. Before
     /// the exchange, the temporary name must lead to `new` itself: it may have been
     /// given to another file meanwhile (another suite's renamed over it, a directory),
     /// which would otherwise be put in place while this process went on writing to
-    /// `new`, a file no name leads to. (Not checked again after the exchange: what the
-    /// suite's name leads to by then may have been exchanged away from it since, by
-    /// the same hand, and undoing the exchange would then give the temporary name to
-    /// that other file, leaving the two suites' names on two files of this one; a
-    /// change of the name after the exchange is one the next commit's check finds.)
+    /// `new`, a file no name leads to. After the exchange, the suite's name must lead to
+    /// `new`; when it does not (another file renamed over the temporary name in the
+    /// instant before the exchange, so that `new` lost its only name; or the names
+    /// exchanged again), nothing is undone (undoing would give the temporary name to
+    /// whatever the suite's name leads to by then, and can scatter two suites' files),
+    /// the change is refused and `ours` is kept aside.
     /// `doing` says what was refused, for the error: "compacted" or "repaired".
     func replaceDataFile(with new: SuiteFiles.NewDataFile, replacing ours: FileStatus?, keptAs history: String?,
                          doing: String) throws {
@@ -292,7 +294,20 @@ extension StoreState {
         // replaces nobody's file: that replacement goes on.
         if let there = (try? files.directory.status(of: files.dataName)) ?? nil, !there.isSameFile(as: ours) { throw refusal }
         SuiteFaultInjection.reach(.replacementChecked)
-        defer { files.removeName(temporaryName, leadingTo: ours) }
+        var keepsTemporaryName = false
+        defer { if !keepsTemporaryName { files.removeName(temporaryName, leadingTo: ours) } }
+        // After an exchange that did not put `new` in place, `ours` under the temporary
+        // name may be the suite's only named copy of its records: kept aside (and named
+        // in the refusal), or, with no name free for it, left where it is.
+        func refusalKeepingOursAside() -> SuiteError {
+            guard files.name(temporaryName, leadsTo: ours) else { return refusal }
+            guard let aside = try? keepAside(temporaryName) else {
+                keepsTemporaryName = true
+                return refusal
+            }
+            return SuiteError(.foreignFile, suite: suite, path: files.dataPath,
+                              message: refusal.message + " The suite's own file was found off its name and kept as \(aside).")
+        }
         do {
             try files.directory.exchange(temporaryName, with: files.dataName)
         } catch let failure as SystemCallError where failure.failed(with: .invalidArgument, .notImplemented, .noSuchFileOrDirectory) {
@@ -311,15 +326,13 @@ extension StoreState {
                 _ = try? keepAside(temporaryName)
             }
             // Undone, the temporary name holds what the suite's name led to by then:
-            // this suite's own file, when another exchange brought it back there
-            // meanwhile. No other name of the suite may lead to it any more, so it is
-            // kept aside rather than removed with the temporary name.
-            if files.name(temporaryName, leadsTo: ours), let aside = try? keepAside(temporaryName) {
-                throw SuiteError(.foreignFile, suite: suite, path: files.dataPath,
-                                 message: refusal.message + " The suite's own file was found off its name and kept as \(aside).")
-            }
-            throw refusal
+            // this suite's own file, when another exchange brought it back there.
+            throw refusalKeepingOursAside()
         }
+        // The exchange went through, but the suite's name does not lead to the new file
+        // when another file was renamed over the temporary name before the exchange
+        // (the new file then lost its only name), or another exchange moved it on.
+        guard files.name(files.dataName, leadsTo: placed) else { throw refusalKeepingOursAside() }
     }
 
     /// What a compaction or repair that failed leaves of its new file: the temporary

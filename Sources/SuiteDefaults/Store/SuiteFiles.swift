@@ -389,7 +389,7 @@ struct SuiteFiles {
     }
 
     /// "20261122T101500Z", UTC.
-    private static func stamp(_ seconds: Int) -> String {
+    static func stamp(_ seconds: Int) -> String {
         let parts = UTCCalendar.fields(ofUnixSeconds: Int64(seconds))
         func two(_ value: Int) -> String { value < 10 ? "0\(value)" : "\(value)" }
         return "\(parts.year)\(two(parts.month))\(two(parts.day))T\(two(parts.hour))\(two(parts.minute))\(two(parts.second))Z"
