@@ -56,15 +56,7 @@ struct HostileRoundTwentyFiveTests {
         let betaPath = directory.file("beta.suite").path
         let (alpha, beta) = try Self.twoCompactionsStopped(in: directory, at: "replacementChecked")
         defer { _ = alpha.kill(); _ = beta.kill() }
-        var status = stat()
-        try #require(lstat(betaPath, &status) == 0)
-        let betasFile = status.st_ino
-        Self.exchange(in: directory)
-        #expect(Self.resume(alpha) == "paused replacementExchanged")
-        #expect(Self.resume(beta) == "paused replacementExchanged")
-        Self.exchange(in: directory)
-        #expect(Self.resume(alpha) == Self.refused)
-        Self.exchange(in: directory)
+        let betasFile = try Self.bothExchangedAndAlphaUndone(alpha, beta, in: directory)
         #expect(Self.resume(beta) == Self.refused)
 
         let kept = Self.names(of: betasFile, in: directory)
@@ -91,15 +83,7 @@ struct HostileRoundTwentyFiveTests {
         let betaPath = directory.file("beta.suite").path
         let (alpha, beta) = try Self.twoCompactionsStopped(in: directory, at: "replacementChecked")
         defer { _ = alpha.kill(); _ = beta.kill() }
-        var status = stat()
-        try #require(lstat(betaPath, &status) == 0)
-        let betasFile = status.st_ino
-        Self.exchange(in: directory)
-        #expect(Self.resume(alpha) == "paused replacementExchanged")
-        #expect(Self.resume(beta) == "paused replacementExchanged")
-        Self.exchange(in: directory)
-        #expect(Self.resume(alpha) == Self.refused)
-        Self.exchange(in: directory)
+        let betasFile = try Self.bothExchangedAndAlphaUndone(alpha, beta, in: directory)
         let now = Int(time(nil))
         for second in (now - 1)...(now + 20) {
             for attempt in 1...1000 {
@@ -157,6 +141,23 @@ struct HostileRoundTwentyFiveTests {
     }
 
     // MARK: Helpers
+
+    /// With `alpha` and `beta` stopped at `replacementChecked`: the data files exchanged,
+    /// each let go on to its exchange of names, exchanged again, alpha let go on to its
+    /// end (refused), and exchanged a third time; beta stays stopped before its check.
+    /// Returns the inode of beta's own file.
+    static func bothExchangedAndAlphaUndone(_ alpha: ChildProcess, _ beta: ChildProcess, in directory: TemporaryDirectory,
+                                            sourceLocation: SourceLocation = #_sourceLocation) throws -> ino_t {
+        var status = stat()
+        try #require(lstat(directory.file("beta.suite").path, &status) == 0, sourceLocation: sourceLocation)
+        exchange(in: directory, sourceLocation: sourceLocation)
+        #expect(resume(alpha) == "paused replacementExchanged", sourceLocation: sourceLocation)
+        #expect(resume(beta) == "paused replacementExchanged", sourceLocation: sourceLocation)
+        exchange(in: directory, sourceLocation: sourceLocation)
+        #expect(resume(alpha) == refused, sourceLocation: sourceLocation)
+        exchange(in: directory, sourceLocation: sourceLocation)
+        return status.st_ino
+    }
 
     static let refused = "error \(SuiteError.Code.foreignFile.rawValue) errno 0"
 
