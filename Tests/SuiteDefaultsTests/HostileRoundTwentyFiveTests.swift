@@ -125,7 +125,7 @@ struct HostileRoundTwentyFiveTests {
         var status = stat()
         try #require(lstat(alphaPath, &status) == 0)
         let alphasFile = status.st_ino
-        let temporary = try #require(directory.names().first { $0.hasPrefix("alpha.suite.tmp.") }, "\(directory.names())")
+        let temporary = try #require(HostileRoundTwentyThreeTests.temporaryNames(in: directory).first, "\(directory.names())")
         #expect(rename(betaPath, directory.file(temporary).path) == 0)
         #expect(Self.resume(worker) == Self.refused)
 

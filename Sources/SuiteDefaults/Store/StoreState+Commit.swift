@@ -266,8 +266,8 @@ extension StoreState {
     /// and the file that comes out is checked: when it is not `ours`, the exchange is
     /// undone and the change refused, and `ours`, if the undoing brought it under the
     /// temporary name, is kept aside (`keepAside`; left under that name when no name is
-    /// free for it). Where the file system cannot
-    /// exchange names, a rename; with no `ours` to check, too.
+    /// free for it). Where the file system cannot exchange names, a rename; with no
+    /// `ours` to check, too.
     /// `history` is a name that should keep the old file, checked the same way. Before
     /// the exchange, the temporary name must lead to `new` itself: it may have been
     /// given to another file meanwhile (another suite's renamed over it, a directory),
